@@ -1,0 +1,214 @@
+#include "cache/node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <pthread.h>
+
+#include "fs/log.h"
+
+static struct cds_lfht *table;
+static struct node *root;
+static _Atomic uint64_t next_uid = 2;
+static _Atomic long live_nodes;
+
+/* FNV-1a over the parent's uid and the name: cheap and good enough for a
+ * table whose keys are short names. */
+static pthread_key_t rcu_thread_key;
+static pthread_once_t rcu_key_once = PTHREAD_ONCE_INIT;
+static __thread int rcu_registered;
+
+static void rcu_thread_exit(void *unused)
+{
+	(void)unused;
+	rcu_unregister_thread();
+}
+
+static void rcu_key_create(void)
+{
+	pthread_key_create(&rcu_thread_key, rcu_thread_exit);
+}
+
+void rcu_thread_register_once(void)
+{
+	if (rcu_registered)
+		return;
+	pthread_once(&rcu_key_once, rcu_key_create);
+	rcu_register_thread();
+	pthread_setspecific(rcu_thread_key, (void *)1);
+	rcu_registered = 1;
+}
+
+static unsigned long key_hash(uint64_t parent_uid, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL ^ parent_uid;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return (unsigned long)h;
+}
+
+static int key_match(struct cds_lfht_node *ht_node, const void *key)
+{
+	const struct node *n = caa_container_of(ht_node, struct node, by_name);
+	const struct node_key *k = key;
+
+	return n->parent_uid == k->parent_uid && strcmp(n->name, k->name) == 0;
+}
+
+static struct node *node_alloc(const char *path, const char *name)
+{
+	size_t len = strlen(path) + 1;
+	struct node *n = calloc(1, sizeof(*n) + len);
+
+	if (!n)
+		return NULL;
+	memcpy(n->path, path, len);
+	n->name = strdup(name);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	n->uid = atomic_fetch_add(&next_uid, 1);
+	atomic_fetch_add(&live_nodes, 1);
+	return n;
+}
+
+static void node_free(struct node *n)
+{
+	atomic_fetch_sub(&live_nodes, 1);
+	free(n->name);
+	free(n);
+}
+
+static void node_free_rcu(struct rcu_head *head)
+{
+	node_free(caa_container_of(head, struct node, rcu));
+}
+
+int node_table_init(void)
+{
+	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	if (!table)
+		return -ENOMEM;
+	root = node_alloc(".", "");
+	if (!root)
+		return -ENOMEM;
+	root->uid = 1;
+	root->kind = NODE_ROOT;
+	root->type = S_IFDIR;
+	atomic_store(&root->nlookup, 1);
+	return 0;
+}
+
+void node_table_destroy(void)
+{
+	struct cds_lfht_iter iter;
+	struct node *n;
+
+	if (!table)
+		return;
+	rcu_thread_register_once();
+	rcu_read_lock();
+	cds_lfht_for_each_entry(table, &iter, n, by_name) {
+		if (!cds_lfht_del(table, &n->by_name))
+			call_rcu(&n->rcu, node_free_rcu);
+	}
+	rcu_read_unlock();
+	rcu_barrier();
+	cds_lfht_destroy(table, NULL);
+	table = NULL;
+	node_free(root);
+	root = NULL;
+}
+
+struct node *node_root(void)
+{
+	return root;
+}
+
+/* Takes a reference unless the count already reached zero (the node is on
+ * its way out and must not be resurrected). */
+static int get_unless_zero(struct node *n)
+{
+	uint64_t c = atomic_load(&n->nlookup);
+
+	while (c != 0) {
+		if (atomic_compare_exchange_weak(&n->nlookup, &c, c + 1))
+			return 1;
+	}
+	return 0;
+}
+
+struct node *node_find_get(const struct node *parent, const char *name)
+{
+	struct node_key key = { parent->uid, name };
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *ht;
+	struct node *found = NULL;
+
+	rcu_thread_register_once();
+	rcu_read_lock();
+	cds_lfht_lookup(table, key_hash(key.parent_uid, name), key_match, &key, &iter);
+	for (ht = cds_lfht_iter_get_node(&iter); ht;
+	     cds_lfht_next_duplicate(table, key_match, &key, &iter), ht = cds_lfht_iter_get_node(&iter)) {
+		struct node *n = caa_container_of(ht, struct node, by_name);
+
+		if (get_unless_zero(n)) {
+			found = n;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+struct node *node_insert(const struct node *parent, const char *name,
+			 enum node_kind kind, const char *path, mode_t type,
+			 pid_t pid, uint64_t gen)
+{
+	struct node *n = node_alloc(path, name), *other;
+
+	if (!n)
+		return NULL;
+	n->parent_uid = parent->uid;
+	n->kind = kind;
+	n->type = type & S_IFMT;
+	n->pid = pid;
+	n->gen = gen;
+	atomic_store(&n->nlookup, 1);
+
+	/* Duplicates are allowed in the table (a dying node may still be there);
+	 * re-check under RCU so two racing lookups agree on one node. */
+	other = node_find_get(parent, name);
+	if (other && other->type == n->type && other->kind == kind && other->gen == gen) {
+		node_free(n);
+		return other;
+	}
+	if (other)
+		node_forget(other, 1);
+	rcu_read_lock();
+	cds_lfht_add(table, key_hash(parent->uid, name), &n->by_name);
+	rcu_read_unlock();
+	return n;
+}
+
+void node_forget(struct node *n, uint64_t count)
+{
+	if (n == root)
+		return;
+	if (atomic_fetch_sub(&n->nlookup, count) != count)
+		return;
+	rcu_thread_register_once();
+	rcu_read_lock();
+	if (!cds_lfht_del(table, &n->by_name))
+		call_rcu(&n->rcu, node_free_rcu);
+	rcu_read_unlock();
+}
+
+long node_count(void)
+{
+	return atomic_load(&live_nodes);
+}

@@ -1,0 +1,84 @@
+/* The node table: one entry per inode the kernel currently holds.
+ *
+ * A node names a path in the source procfs (relative to its root) plus the
+ * process it belongs to, identified by pid *and* generation so that a reused
+ * pid never reaches an old node's data. Nodes are found by (parent, name)
+ * in a lock-free hash table read under RCU, and live exactly as long as the
+ * kernel's lookup count (FUSE forget) says, so memory is bounded by what the
+ * kernel caches. The daemon keeps no file descriptor per node.
+ */
+#ifndef PROCFAST_NODE_H
+#define PROCFAST_NODE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <urcu.h>          /* the default (membarrier) flavour, before rculfhash */
+#include <urcu/rculfhash.h>
+
+enum node_kind {
+	NODE_ROOT,
+	NODE_MIRROR,      /* a path of the source, served as it is */
+	NODE_CALLER_LINK, /* "self" / "thread-self": text depends on the caller */
+	NODE_LINK_TARGET, /* hidden "socket:[N]" etc.: stat through the link */
+};
+
+struct node {
+	struct cds_lfht_node by_name;
+	struct rcu_head rcu;
+	uint64_t uid;            /* never reused: keys children, FUSE generation */
+	uint64_t parent_uid;
+	enum node_kind kind;
+	mode_t type;             /* S_IFMT the kernel was told; fixed for life */
+	pid_t pid;               /* process this path belongs to, 0 if none */
+	uint64_t gen;            /* that process's generation (see pidgen.h) */
+	_Atomic uint64_t nlookup;
+	char *name;              /* name in parent (the link text for targets) */
+	char path[];             /* source path, relative; "." for the root */
+};
+
+struct node_key {
+	uint64_t parent_uid;
+	const char *name;
+};
+
+int node_table_init(void);
+void node_table_destroy(void);
+
+struct node *node_root(void);
+
+/* Finds a live child and takes one lookup reference on it; NULL if none. */
+struct node *node_find_get(const struct node *parent, const char *name);
+
+/* Creates and publishes a child with one lookup reference. If another thread
+ * published the same child first, that one is referenced and returned. */
+struct node *node_insert(const struct node *parent, const char *name,
+			 enum node_kind kind, const char *path, mode_t type,
+			 pid_t pid, uint64_t gen);
+
+/* Drops n lookup references; frees the node (after a grace period) at zero. */
+void node_forget(struct node *n, uint64_t count);
+
+/* FUSE's node ids: 1 is the root, the others are node addresses (the kernel
+ * only sends ids it was given and still holds). */
+#define NODE_ROOT_ID 1
+
+static inline struct node *node_from_ino(uint64_t ino)
+{
+	return ino == NODE_ROOT_ID ? node_root() : (struct node *)(uintptr_t)ino;
+}
+
+static inline uint64_t node_ino(const struct node *n)
+{
+	return n->kind == NODE_ROOT ? NODE_ROOT_ID : (uint64_t)(uintptr_t)n;
+}
+
+/* Registers the calling thread with RCU once (libfuse makes and ends worker
+ * threads on its own); unregistered when the thread exits. */
+void rcu_thread_register_once(void);
+
+/* Number of live nodes, for status and leak checks. */
+long node_count(void);
+
+#endif

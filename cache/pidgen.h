@@ -1,0 +1,26 @@
+/* Process generations: a number that differs between two processes that
+ * held the same pid, so a node or handle made for one never serves the other.
+ *
+ * On pidfs kernels (6.9+) it is the pidfd's inode number, unique per struct
+ * pid for the whole boot, read with pidfd_open + fstat (no file to parse).
+ * Elsewhere it is the start time from the source's PID/stat.
+ */
+#ifndef PROCFAST_PIDGEN_H
+#define PROCFAST_PIDGEN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Chooses the method once. srcfd is the source procfs root; same_ns says
+ * whether its pids are the daemon's own (pidfds then name the same tasks). */
+void pidgen_init(int srcfd, int same_ns);
+
+/* 0 and *gen set, or -ENOENT when no such task exists now. */
+int pidgen_get(pid_t pid, uint64_t *gen);
+
+/* 0 when pid still names the task of generation gen, else -ENOENT. */
+int pidgen_check(pid_t pid, uint64_t gen);
+
+const char *pidgen_method(void);
+
+#endif

@@ -1,0 +1,192 @@
+#include "fs/caller.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include "fs/cleanup.h"
+#include "fs/group_cache.h"
+#include "fs/log.h"
+
+static int self_proc = -1;
+static uint64_t daemon_eff;     /* effective set to restore */
+static uint64_t daemon_prm;     /* permitted set: the most a caller may get */
+static uint64_t daemon_inh;
+
+/* Threads switched by caller_enter: lets caller_leave skip the restore. */
+static __thread int switched;
+
+static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	*eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	*prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	*inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+	return 0;
+}
+
+static int caps_set_effective(uint64_t eff)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = {
+		{ (uint32_t)eff, (uint32_t)daemon_prm, (uint32_t)daemon_inh },
+		{ (uint32_t)(eff >> 32), (uint32_t)(daemon_prm >> 32), (uint32_t)(daemon_inh >> 32) },
+	};
+
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+int caller_init(int selfproc)
+{
+	self_proc = selfproc;
+	return caps_get(&daemon_eff, &daemon_prm, &daemon_inh);
+}
+
+static void parse_groups(struct caller *c, char *s)
+{
+	char *end;
+
+	c->ngroups = 0;
+	while (c->ngroups < CALLER_MAX_GROUPS) {
+		unsigned long g = strtoul(s, &end, 10);
+
+		if (end == s)
+			break;
+		c->groups[c->ngroups++] = (gid_t)g;
+		s = end;
+	}
+}
+
+/* The caller thread's status gives its thread group and supplementary
+ * groups (the request header has only pid, fsuid and fsgid). */
+static int load_status(struct caller *c)
+{
+	char path[48], buf[4096];
+	__do_close int fd = -1;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "%d/status", c->tid);
+	fd = openat(self_proc, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	if (len <= 0)
+		return -EIO;
+	buf[len] = '\0';
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (!strncmp(line, "Tgid:", 5))
+			c->tgid = (pid_t)atoi(line + 5);
+		else if (!strncmp(line, "Groups:", 7))
+			parse_groups(c, line + 7);
+	}
+	return 0;
+}
+
+/* capget() reads another thread's capabilities in one syscall, so they are
+ * always current; only groups and tgid need the status file. */
+static int load_caps(struct caller *c)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, c->tid };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	c->cap_eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	return 0;
+}
+
+static int same_as_daemon(const struct caller *c);
+
+pid_t caller_tgid(const struct caller *c)
+{
+	struct caller fresh = *c;
+
+	return c->tid && load_status(&fresh) == 0 ? fresh.tgid : 0;
+}
+
+void caller_load(fuse_req_t req, struct caller *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	c->tid = ctx->pid;
+	c->tgid = 0;
+	c->uid = ctx->uid;
+	c->gid = ctx->gid;
+	c->cap_eff = 0;
+	c->ngroups = 0;
+	c->have_status = 0;
+	if (c->tid <= 0 || load_caps(c) < 0) {
+		c->tid = 0;
+		c->cap_eff = 0;
+		return;
+	}
+	/* Groups only matter when the caller is switched to. */
+	if (!same_as_daemon(c))
+		caller_load_status(c);
+}
+
+int caller_load_status(struct caller *c)
+{
+	if (c->have_status)
+		return 0;
+	if (!c->tid || group_cache_get(c) == 0) {
+		c->have_status = 1;
+		return c->tid ? 0 : -ENOENT;
+	}
+	if (load_status(c) < 0) {
+		c->ngroups = 0;
+		return -ENOENT;
+	}
+	c->have_status = 1;
+	group_cache_put(c);
+	return 0;
+}
+
+static int same_as_daemon(const struct caller *c)
+{
+	return c->uid == 0 && c->gid == 0 && (c->cap_eff & daemon_eff) == daemon_eff;
+}
+
+int caller_enter(const struct caller *c)
+{
+	if (same_as_daemon(c))
+		return 0;
+	/* Order: groups and gid while still privileged, then uid, then caps.
+	 * setfsuid() clears the fs capabilities by itself; capset pins the
+	 * effective set to exactly what the caller has. */
+	if (syscall(SYS_setgroups, (size_t)c->ngroups, c->groups))
+		goto fail;
+	setfsgid(c->gid);
+	setfsuid(c->uid);
+	switched = 1;
+	if (caps_set_effective(c->cap_eff & daemon_prm))
+		goto fail;
+	return 0;
+fail:
+	log_err("cannot switch to caller %d credentials: %s", c->tid, strerror(errno));
+	caller_leave();
+	return -EACCES;
+}
+
+void caller_leave(void)
+{
+	if (!switched)
+		return;
+	switched = 0;
+	if (caps_set_effective(daemon_eff))
+		log_err("cannot restore capabilities: %s", strerror(errno));
+	setfsuid(0);
+	setfsgid(0);
+	syscall(SYS_setgroups, (size_t)0, NULL);
+}

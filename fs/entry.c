@@ -1,0 +1,366 @@
+/* Names and attributes: lookup, getattr, forget, setattr, access, statfs,
+ * xattrs. Every source access runs under the caller's credentials, so the
+ * source procfs itself decides what the caller may see. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cache/pidgen.h"
+#include "fs/ops.h"
+#include "fs/procfast.h"
+
+int child_path(const struct node *parent, const char *name, char *buf, size_t len)
+{
+	int n = parent->kind == NODE_ROOT ? snprintf(buf, len, "%s", name)
+					  : snprintf(buf, len, "%s/%s", parent->path, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int node_alive(const struct node *n)
+{
+	return n->pid ? pidgen_check(n->pid, n->gen) : 0;
+}
+
+int node_stat(const struct node *n, struct stat *st)
+{
+	if (n->kind == NODE_LINK_TARGET)
+		return link_target_stat(n, st);
+	if (fstatat(pf.srcfd, n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return -errno;
+	/* A name that changed nature is another entry now. */
+	if ((st->st_mode & S_IFMT) != n->type)
+		return -ENOENT;
+	return node_alive(n);
+}
+
+/* Canonical decimal, as procfs's name_to_int accepts it. */
+static int pid_name(const char *name)
+{
+	long v = 0;
+
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	for (const char *p = name; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return 0;
+		v = v * 10 + (*p - '0');
+		if (v > INT_MAX)
+			return 0;
+	}
+	return (int)v;
+}
+
+/* Does this child name a task: a pid at the root or a tid in PID/task? */
+static pid_t task_of_child(const struct node *parent, const char *name)
+{
+	if (parent->kind == NODE_ROOT ||
+	    (parent->pid && !strcmp(parent->name, "task") && strchr(parent->path, '/') ==
+	     strrchr(parent->path, '/')))
+		return pid_name(name);
+	return 0;
+}
+
+static int is_caller_link(const struct node *parent, const char *name)
+{
+	return parent->kind == NODE_ROOT && (!strcmp(name, "self") || !strcmp(name, "thread-self"));
+}
+
+/* Link texts such as "socket:[N]", "pipe:[N]", "net:[N]", "anon_inode:[eventfd]"
+ * never exist as names in procfs; the kernel asks for them only while
+ * following such a link. */
+static int link_target_name(const char *name)
+{
+	return strchr(name, ':') != NULL;
+}
+
+/* Names that come and go while their directory lives (pids, tids, fds,
+ * mappings, link targets) are checked with the source on every path walk;
+ * the others are fixed for the life of their directory and may be cached.
+ * A cached name of a process that exited still fails at once: every
+ * operation on it checks the process generation. */
+static int name_is_volatile(const struct node *parent, const char *name, enum node_kind kind)
+{
+	if (kind == NODE_LINK_TARGET || task_of_child(parent, name) || link_target_name(name))
+		return 1;
+	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
+		return 1; /* a pid that may start later */
+	return parent->pid && (!strcmp(parent->name, "fd") || !strcmp(parent->name, "fdinfo") ||
+			       !strcmp(parent->name, "map_files") || !strcmp(parent->name, "task"));
+}
+
+static double attr_timeout_for(const struct node *n)
+{
+	return n->kind == NODE_LINK_TARGET ? 0 : pf.attr_timeout;
+}
+
+static struct node *find_same(struct node *p, const char *name, enum node_kind kind,
+			      mode_t type, uint64_t gen)
+{
+	struct node *n;
+
+	n = node_find_get(p, name);
+	if (n && (n->kind != kind || n->type != (type & S_IFMT) || n->gen != gen)) {
+		node_forget(n, 1);
+		n = NULL;
+	}
+	return n;
+}
+
+static int lookup_child(struct node *p, const char *name, struct fuse_entry_param *e)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	enum node_kind kind = NODE_MIRROR;
+	pid_t pid = p->pid;
+	uint64_t gen = p->gen;
+	struct node *n;
+	int r;
+
+	if ((r = node_alive(p)) || (r = child_path(p, name, path, sizeof(path))))
+		return r;
+	if (fstatat(pf.srcfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		pid_t task = task_of_child(p, name);
+
+		if (task) {
+			pid = task;
+			if ((r = pidgen_get(pid, &gen)))
+				return r;
+		}
+		if (is_caller_link(p, name))
+			kind = NODE_CALLER_LINK;
+	} else {
+		r = -errno;
+		if (r != -ENOENT || !link_target_name(name))
+			return r;
+		if ((r = link_target_find(p, name, path, sizeof(path), &st)))
+			return r;
+		kind = NODE_LINK_TARGET;
+	}
+	n = find_same(p, name, kind, st.st_mode, gen);
+	if (!n)
+		n = node_insert(p, name, kind, path, st.st_mode, pid, gen);
+	if (!n)
+		return -ENOMEM;
+	memset(e, 0, sizeof(*e));
+	e->ino = node_ino(n);
+	e->generation = n->uid;
+	e->attr = st;
+	e->attr_timeout = attr_timeout_for(n);
+	e->entry_timeout = name_is_volatile(p, name, kind) ? 0 : pf.entry_timeout;
+	return 0;
+}
+
+void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct node *p = node_from_ino(parent);
+	struct fuse_entry_param e;
+	struct caller c;
+	int r;
+
+	if (p->type != S_IFDIR)
+		return reply_err(req, -ENOTDIR);
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	r = lookup_child(p, name, &e);
+	caller_leave();
+	if (r == -ENOENT && !name_is_volatile(p, name, NODE_MIRROR)) {
+		/* A fixed name that is absent stays absent (PID/ctty, say). */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = pf.entry_timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (r)
+		return reply_err(req, r);
+	if (fuse_reply_entry(req, &e) == -ENOENT) /* the caller was interrupted */
+		node_forget(node_from_ino(e.ino), 1);
+}
+
+void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(node_from_ino(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		node_forget(node_from_ino(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static int reply_stat(fuse_req_t req, struct node *n)
+{
+	struct stat st;
+	int r = node_stat(n, &st);
+
+	caller_leave();
+	if (r)
+		return fuse_reply_err(req, -r);
+	return fuse_reply_attr(req, &st, attr_timeout_for(n));
+}
+
+void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct caller c;
+	int r;
+
+	(void)fi;
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	reply_stat(req, node_from_ino(ino));
+}
+
+/* procfs refuses mode changes (EPERM) and accepts size and time changes
+ * without effect; asking the source keeps every answer its own. */
+static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
+			 struct fuse_file_info *fi)
+{
+	if (n->kind != NODE_MIRROR && n->kind != NODE_ROOT)
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_MODE) && fchmodat(pf.srcfd, n->path, attr->st_mode, 0))
+		return -errno;
+	if ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    fchownat(pf.srcfd, n->path, to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1,
+		     to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		int r = fi ? ftruncate((int)fi->fh, attr->st_size) : -1;
+
+		if (!fi) {
+			char abs[PATH_MAX];
+
+			snprintf(abs, sizeof(abs), "%s/%s", pf.source, n->path);
+			r = truncate(abs, attr->st_size);
+		}
+		if (r)
+			return -errno;
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+		if (to_set & FUSE_SET_ATTR_ATIME)
+			ts[0] = to_set & FUSE_SET_ATTR_ATIME_NOW ? (struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_atim;
+		if (to_set & FUSE_SET_ATTR_MTIME)
+			ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ? (struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_mtim;
+		if (utimensat(pf.srcfd, n->path, ts, AT_SYMLINK_NOFOLLOW))
+			return -errno;
+	}
+	return node_alive(n);
+}
+
+void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct node *n = node_from_ino(ino);
+	struct caller c;
+	int r;
+
+	if (pf.read_only)
+		return reply_err(req, -EROFS);
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	r = apply_setattr(n, attr, to_set, fi);
+	if (r) {
+		caller_leave();
+		return reply_err(req, r);
+	}
+	reply_stat(req, n);
+}
+
+void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct node *n = node_from_ino(ino);
+	int flags = AT_EACCESS | (n->kind == NODE_LINK_TARGET ? 0 : AT_SYMLINK_NOFOLLOW);
+	struct caller c;
+	int r;
+
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	r = faccessat(pf.srcfd, n->path, mask, flags) ? -errno : node_alive(n);
+	caller_leave();
+	reply_err(req, r);
+}
+
+void pf_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	(void)ino;
+	if (fstatvfs(pf.srcfd, &sv))
+		return reply_err(req, -errno);
+	fuse_reply_statfs(req, &sv);
+}
+
+/* getxattr and listxattr share one shape: call, then answer the size
+ * probe (size 0) or the data. */
+static void reply_xattr_result(fuse_req_t req, ssize_t len, int err, const char *buf,
+			       size_t size)
+{
+	if (len < 0)
+		return reply_err(req, -err);
+	if (size == 0)
+		fuse_reply_xattr(req, (size_t)len);
+	else
+		fuse_reply_buf(req, buf, (size_t)len);
+}
+
+static int xattr_path(fuse_req_t req, fuse_ino_t ino, size_t size, char *abs, char **buf)
+{
+	struct node *n = node_from_ino(ino);
+	struct caller c;
+	int r;
+
+	snprintf(abs, PATH_MAX, "%s/%s", pf.source, n->path);
+	*buf = size ? malloc(size) : NULL;
+	if (size && !*buf)
+		return -ENOMEM;
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)) || (r = node_alive(n))) {
+		caller_leave();
+		free(*buf);
+		*buf = NULL;
+	}
+	return r;
+}
+
+void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char abs[PATH_MAX], *buf;
+	ssize_t len;
+	int r = xattr_path(req, ino, size, abs, &buf);
+
+	if (r)
+		return reply_err(req, r);
+	len = lgetxattr(abs, name, buf, size);
+	r = errno;
+	caller_leave();
+	reply_xattr_result(req, len, r, buf, size);
+	free(buf);
+}
+
+void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char abs[PATH_MAX], *buf;
+	ssize_t len;
+	int r = xattr_path(req, ino, size, abs, &buf);
+
+	if (r)
+		return reply_err(req, r);
+	len = llistxattr(abs, buf, size);
+	r = errno;
+	caller_leave();
+	reply_xattr_result(req, len, r, buf, size);
+	free(buf);
+}
+

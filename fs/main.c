@@ -1,0 +1,157 @@
+/* procfast: a FUSE mirror of /proc. Start-up, mount and the request loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include "cache/node.h"
+#include "cache/pidgen.h"
+#include "fs/log.h"
+#include "fs/options.h"
+#include "fs/procfast.h"
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n\n", prog);
+	options_help();
+	printf("\n");
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* The source must be a procfs: anything else would be mirrored as if it were. */
+static int open_source(const char *source)
+{
+	struct statfs sf;
+	int fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "procfast: source %s: %s\n", source, strerror(errno));
+		return -1;
+	}
+	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC) {
+		fprintf(stderr, "procfast: source %s is not a procfs\n", source);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Pids in the source are the daemon's own when its "self" names us. */
+static int source_in_our_pid_ns(int srcfd)
+{
+	char buf[32];
+	ssize_t n = readlinkat(srcfd, "self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return atoi(buf) == getpid();
+}
+
+static int setup(const struct options *o)
+{
+	pf.source = o->source;
+	pf.read_only = o->read_only;
+	pf.entry_timeout = o->entry_timeout;
+	pf.attr_timeout = o->attr_timeout;
+	pf.srcfd = open_source(o->source);
+	if (pf.srcfd < 0)
+		return -1;
+	pf.selfproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pf.selfproc < 0) {
+		fprintf(stderr, "procfast: /proc: %s\n", strerror(errno));
+		return -1;
+	}
+	/* Worker threads start with no supplementary groups and take the
+	 * caller's per request. */
+	if (geteuid() == 0 && setgroups(0, NULL))
+		log_warn("setgroups: %s", strerror(errno));
+	pidgen_init(pf.srcfd, source_in_our_pid_ns(pf.srcfd));
+	if (caller_init(pf.selfproc) || node_table_init()) {
+		fprintf(stderr, "procfast: cannot initialise\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
+{
+	struct fuse_loop_config *cfg;
+	int r;
+
+	if (cmd->singlethread)
+		return fuse_session_loop(se);
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, cmd->clone_fd);
+	fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
+	if (cmd->max_threads && cmd->max_threads <= 100000) /* else libfuse's default */
+		fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
+	r = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	struct fuse_session *se = NULL;
+	struct options o;
+	int ret = 1;
+
+	if (options_parse(&args, &o) || fuse_parse_cmdline(&args, &cmd))
+		goto out;
+	if (cmd.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out;
+	}
+	if (cmd.show_version) {
+		printf("procfast version %s\n", PROCFAST_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out;
+	}
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "procfast: no mount point given (see --help)\n");
+		goto out;
+	}
+	if (setup(&o))
+		goto out;
+	se = fuse_session_new(&args, &procfast_ops, sizeof(procfast_ops), NULL);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se))
+		goto out_session;
+	if (fuse_session_mount(se, cmd.mountpoint))
+		goto out_handlers;
+	log_set_debug(cmd.debug);
+	if (fuse_daemonize(cmd.foreground))
+		goto out_unmount;
+	if (!cmd.foreground)
+		log_to_syslog();
+	log_info("mirroring %s at %s (generations: %s)", pf.source, cmd.mountpoint, pidgen_method());
+	ret = serve(se, &cmd) ? 1 : 0;
+out_unmount:
+	fuse_session_unmount(se);
+out_handlers:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+	node_table_destroy();
+out:
+	free(cmd.mountpoint);
+	free(o.source);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,82 @@
+#include "fs/options.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER };
+
+static const struct fuse_opt option_spec[] = {
+	{ "source=%s", offsetof(struct options, source), 0 },
+	{ "entry_timeout=%lf", offsetof(struct options, entry_timeout), 0 },
+	{ "attr_timeout=%lf", offsetof(struct options, attr_timeout), 0 },
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
+	FUSE_OPT_END
+};
+
+static int option_key(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	(void)arg;
+	(void)outargs;
+	switch (key) {
+	case KEY_RO:
+		o->read_only = 1;
+		return 1; /* keep: the kernel mounts read-only too */
+	case KEY_ALLOW_OTHER:
+		o->has_allow_other = 1;
+		return 1;
+	case KEY_NO_ALLOW_OTHER:
+		o->no_allow_other = 1;
+		return 0;
+	}
+	return 1;
+}
+
+static int timeout_valid(const char *name, double v)
+{
+	if (v >= 0 && v <= 3600)
+		return 1;
+	fprintf(stderr, "procfast: %s=%g: must be between 0 and 3600 seconds\n", name, v);
+	return 0;
+}
+
+int options_parse(struct fuse_args *args, struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->entry_timeout = 1.0;
+	o->attr_timeout = 1.0;
+	if (fuse_opt_parse(args, o, option_spec, option_key))
+		return -1;
+	if (!o->source)
+		o->source = strdup("/proc");
+	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
+	    !timeout_valid("attr_timeout", o->attr_timeout))
+		return -1;
+	/* Tools run by every user read /proc: as root, serve them all. */
+	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
+	    fuse_opt_add_arg(args, "-oallow_other"))
+		return -1;
+	/* The kernel checks mode bits with the caller's own credentials before
+	 * asking the daemon, as procfs does first; it is also what lets a pipe's
+	 * fd target keep its FIFO type without hanging open() (see link.c). */
+	if (fuse_opt_add_arg(args, "-ofsname=procfast,subtype=procfast,default_permissions"))
+		return -1;
+	return 0;
+}
+
+void options_help(void)
+{
+	printf("procfast options:\n"
+	       "    -o source=DIR          procfs to mirror (default /proc)\n"
+	       "    -o ro                  refuse every write\n"
+	       "    -o noallow_other       serve only the mounting user (default for root: all users)\n"
+	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
+	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
+	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n");
+}

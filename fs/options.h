@@ -1,0 +1,22 @@
+/* procfast's own -o options; the rest go to libfuse and the kernel. */
+#ifndef PROCFAST_OPTIONS_H
+#define PROCFAST_OPTIONS_H
+
+#include <fuse_lowlevel.h>
+
+struct options {
+	char *source;      /* -o source=DIR, default /proc */
+	int read_only;     /* -o ro (also given to the kernel) */
+	int no_allow_other;
+	int has_allow_other;
+	double entry_timeout; /* -o entry_timeout=SECONDS, for names that live as long as their directory */
+	double attr_timeout;  /* -o attr_timeout=SECONDS */
+};
+
+/* Removes procfast's options from args and adds the mount options procfast
+ * wants by default. 0 or -1 with a message printed. */
+int options_parse(struct fuse_args *args, struct options *o);
+
+void options_help(void);
+
+#endif

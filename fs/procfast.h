@@ -1,0 +1,51 @@
+/* What every part of the FUSE face shares: the source procfs and the mount's
+ * settings, plus the small helpers each operation uses. */
+#ifndef PROCFAST_H
+#define PROCFAST_H
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include <fuse_lowlevel.h>
+
+#include "cache/node.h"
+#include "fs/caller.h"
+
+struct procfast {
+	const char *source;  /* path of the procfs we mirror */
+	int srcfd;           /* its root, O_PATH */
+	int selfproc;        /* the daemon's own /proc, for facts about callers */
+	int read_only;
+	double entry_timeout; /* kernel cache lifetimes, for what may be cached */
+	double attr_timeout;
+};
+
+extern struct procfast pf;
+
+extern const struct fuse_lowlevel_ops procfast_ops;
+
+/* Source path of a child: "PID" under the root, "PID/fd" below. ENAMETOOLONG
+ * when it does not fit PATH_MAX, as the kernel would say. */
+int child_path(const struct node *parent, const char *name, char *buf, size_t len);
+
+/* 0 while the node's process is still the one it was made for. */
+int node_alive(const struct node *n);
+
+/* Attributes of a node as the source shows them to the current credentials. */
+int node_stat(const struct node *n, struct stat *st);
+
+/* Hidden lookup: dir holds a link whose text is name ("socket:[N]");
+ * fills the target's attributes and the path of that link. */
+int link_target_find(const struct node *dir, const char *name, char *path, size_t len,
+		     struct stat *st);
+
+/* Attributes of a link target as the kernel may accept them (see link.c). */
+int link_target_stat(const struct node *n, struct stat *st);
+
+/* fuse_reply_err with the kernel's convention of positive errno. */
+static inline void reply_err(fuse_req_t req, int negerr)
+{
+	fuse_reply_err(req, negerr < 0 ? -negerr : negerr);
+}
+
+#endif

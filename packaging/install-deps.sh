@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs what building, running and testing procfast need on Debian 12.
+# Idempotent; skips apt entirely when everything is already present.
+set -eu
+PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
+      python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing </dev/null
+fi
