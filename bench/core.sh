@@ -86,6 +86,9 @@ time_us() {
     echo $(( ${EPOCHREALTIME/./} - t0 ))
 }
 
+# CPU time (user+system, ms) a process has used so far: where the daemon's share of a run goes
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13) * 1000 / hz}' "/proc/$1/stat"; }
+
 median_us() { sort -n | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ms() { awk -v u="$1" 'BEGIN{printf "%.1f", u/1000}'; }
 ratio() {    # ratio of arm $1 to /proc, flagged when the arm's output was unusable
@@ -119,6 +122,7 @@ declare -A med
 for cmd in "${CMDS[@]}"; do
     notes=()
     for arm in "${ARMS[@]}"; do notes+=("$(outcome "${SRC[$arm]}" "$cmd" "$arm")"); : >"$WORK/t.$arm"; done
+    cpu0=$(cpu_ms "${PID[procfast]}")
     for ((i = 0; i < WARMUP + RUNS; i++)); do
         for ((k = 0; k < 3; k++)); do              # rotate which arm goes first
             arm=${ARMS[(i + k) % 3]}
@@ -131,12 +135,15 @@ for cmd in "${CMDS[@]}"; do
         kill -0 "${PID[$arm]}" 2>/dev/null && continue
         echo "core.sh: $arm daemon died during \`$cmd\`; log:" >&2; cat "$WORK/$arm.log" >&2; exit 1
     done
+    notes+=("procfast daemon CPU $(awk -v a="$cpu0" -v b="$(cpu_ms "${PID[procfast]}")" -v n=$((WARMUP + RUNS)) \
+        'BEGIN{printf "%.1f", (b - a) / n}') ms per run")
     for arm in "${ARMS[@]}"; do med[$arm]=$(median_us <"$WORK/t.$arm"); done
     rows+=("| \`$cmd\` | $(ms "${med[proc]}") | $(ms "${med[procfast]}") | $(ratio procfast) \
 | $(ms "${med[bindfs]}") | $(ratio bindfs) | $(IFS=';'; echo "${notes[*]}" | sed 's/;/; /g') |")
     echo "${rows[-1]}" >&2
 done
 
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 stats_after=$(daemon_stats "${PID[procfast]}")
 bstats_after=$(daemon_stats "${PID[bindfs]}")
 # an unoptimised or sanitizer build would make the figures meaningless: record what was measured
@@ -152,7 +159,7 @@ section=$(cat <<EOF
 ## core: \`ps -ef\` and \`lsof -n\` over /proc, procfast, bindfs
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'),
-kernel $(uname -r), $(nproc) CPUs, load average before $load_before,
+kernel $(uname -r), $(nproc) CPUs, load average $load_before before, $load_after after,
 procfast build: $build_type (an empty build type means CMakeLists' default, RelWithDebInfo).
 Each arm: \`unshare -m --propagation private sh -c 'mount --bind SRC /proc && exec CMD'\`
 with output to /dev/null (SRC = /proc, the procfast mount, the \`bindfs /proc\` mount).

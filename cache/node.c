@@ -11,7 +11,7 @@
 
 static struct cds_lfht *table;
 static struct node *root;
-static _Atomic uint64_t next_uid = 2;
+static _Atomic uint64_t next_serial = 2;
 static _Atomic long live_nodes;
 
 /* FNV-1a over the parent's uid and the name: cheap and good enough for a
@@ -41,9 +41,9 @@ void rcu_thread_register_once(void)
 	rcu_registered = 1;
 }
 
-static unsigned long key_hash(uint64_t parent_uid, const char *name)
+static unsigned long key_hash(uint64_t parent_serial, const char *name)
 {
-	uint64_t h = 1469598103934665603ULL ^ parent_uid;
+	uint64_t h = 1469598103934665603ULL ^ parent_serial;
 
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 1099511628211ULL;
@@ -55,7 +55,7 @@ static int key_match(struct cds_lfht_node *ht_node, const void *key)
 	const struct node *n = caa_container_of(ht_node, struct node, by_name);
 	const struct node_key *k = key;
 
-	return n->parent_uid == k->parent_uid && strcmp(n->name, k->name) == 0;
+	return n->parent_serial == k->parent_serial && strcmp(n->name, k->name) == 0;
 }
 
 static struct node *node_alloc(const char *path, const char *name)
@@ -71,7 +71,7 @@ static struct node *node_alloc(const char *path, const char *name)
 		free(n);
 		return NULL;
 	}
-	n->uid = atomic_fetch_add(&next_uid, 1);
+	n->serial = atomic_fetch_add(&next_serial, 1);
 	atomic_fetch_add(&live_nodes, 1);
 	return n;
 }
@@ -96,7 +96,7 @@ int node_table_init(void)
 	root = node_alloc(".", "");
 	if (!root)
 		return -ENOMEM;
-	root->uid = 1;
+	root->serial = 1;
 	root->kind = NODE_ROOT;
 	root->type = S_IFDIR;
 	atomic_store(&root->nlookup, 1);
@@ -144,14 +144,14 @@ static int get_unless_zero(struct node *n)
 
 struct node *node_find_get(const struct node *parent, const char *name)
 {
-	struct node_key key = { parent->uid, name };
+	struct node_key key = { parent->serial, name };
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *ht;
 	struct node *found = NULL;
 
 	rcu_thread_register_once();
 	rcu_read_lock();
-	cds_lfht_lookup(table, key_hash(key.parent_uid, name), key_match, &key, &iter);
+	cds_lfht_lookup(table, key_hash(key.parent_serial, name), key_match, &key, &iter);
 	for (ht = cds_lfht_iter_get_node(&iter); ht;
 	     cds_lfht_next_duplicate(table, key_match, &key, &iter), ht = cds_lfht_iter_get_node(&iter)) {
 		struct node *n = caa_container_of(ht, struct node, by_name);
@@ -166,33 +166,42 @@ struct node *node_find_get(const struct node *parent, const char *name)
 }
 
 struct node *node_insert(const struct node *parent, const char *name,
-			 enum node_kind kind, const char *path, mode_t type,
-			 pid_t pid, uint64_t gen)
+			 enum node_kind kind, const char *path, const struct stat *st,
+			 const struct node_owner *owner)
 {
+	mode_t type = st->st_mode;
 	struct node *n = node_alloc(path, name), *other;
 
 	if (!n)
 		return NULL;
-	n->parent_uid = parent->uid;
+	n->parent_serial = parent->serial;
 	n->kind = kind;
 	n->type = type & S_IFMT;
-	n->pid = pid;
-	n->gen = gen;
+	node_remember(n, st);
+	n->owner = *owner;
 	atomic_store(&n->nlookup, 1);
 
 	/* Duplicates are allowed in the table (a dying node may still be there);
 	 * re-check under RCU so two racing lookups agree on one node. */
 	other = node_find_get(parent, name);
-	if (other && other->type == n->type && other->kind == kind && other->gen == gen) {
+	if (other && other->type == n->type && other->kind == kind && other->owner.gen == owner->gen) {
 		node_free(n);
 		return other;
 	}
 	if (other)
 		node_forget(other, 1);
 	rcu_read_lock();
-	cds_lfht_add(table, key_hash(parent->uid, name), &n->by_name);
+	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
 	rcu_read_unlock();
 	return n;
+}
+
+void node_remember(struct node *n, const struct stat *st)
+{
+	n->mode = st->st_mode;
+	n->uid = st->st_uid;
+	n->gid = st->st_gid;
+	n->ino = st->st_ino;
 }
 
 void node_forget(struct node *n, uint64_t count)

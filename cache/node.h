@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <urcu.h>          /* the default (membarrier) flavour, before rculfhash */
@@ -27,19 +28,28 @@ enum node_kind {
 struct node {
 	struct cds_lfht_node by_name;
 	struct rcu_head rcu;
-	uint64_t uid;            /* never reused: keys children, FUSE generation */
-	uint64_t parent_uid;
+	uint64_t serial;         /* never reused: keys children, FUSE generation */
+	uint64_t parent_serial;
 	enum node_kind kind;
 	mode_t type;             /* S_IFMT the kernel was told; fixed for life */
-	pid_t pid;               /* process this path belongs to, 0 if none */
-	uint64_t gen;            /* that process's generation (see pidgen.h) */
+	/* Last attributes seen: procfs still answers fstat() on an open file
+	 * whose entry or process is gone. */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t ino;
+	struct node_owner {
+		pid_t pid;       /* task this path belongs to (tgid, or tid in task/), 0 if none */
+		pid_t tgid;      /* its thread group as named at the root */
+		uint64_t gen;    /* the task's generation (see pidgen.h) */
+	} owner;
 	_Atomic uint64_t nlookup;
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */
 };
 
 struct node_key {
-	uint64_t parent_uid;
+	uint64_t parent_serial;
 	const char *name;
 };
 
@@ -54,8 +64,11 @@ struct node *node_find_get(const struct node *parent, const char *name);
 /* Creates and publishes a child with one lookup reference. If another thread
  * published the same child first, that one is referenced and returned. */
 struct node *node_insert(const struct node *parent, const char *name,
-			 enum node_kind kind, const char *path, mode_t type,
-			 pid_t pid, uint64_t gen);
+			 enum node_kind kind, const char *path, const struct stat *st,
+			 const struct node_owner *owner);
+
+/* Records st as the node's last known attributes. */
+void node_remember(struct node *n, const struct stat *st);
 
 /* Drops n lookup references; frees the node (after a grace period) at zero. */
 void node_forget(struct node *n, uint64_t count);

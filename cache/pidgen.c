@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -95,6 +96,36 @@ static int gen_from_stat(pid_t pid, uint64_t *gen)
 		return -ENOENT;
 	*gen = start;
 	return 0;
+}
+
+/* A pidfd polls readable once its task exited. */
+static int exited_by_pidfd(pid_t pid)
+{
+	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd < 0 || poll(&p, 1, 0) != 0;
+}
+
+static int exited_by_stat(pid_t pid)
+{
+	char path[32], buf[512];
+	__do_close int fd = -1;
+	ssize_t len;
+	char *p;
+
+	snprintf(path, sizeof(path), "%d/stat", pid);
+	fd = openat(source_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return 1;
+	buf[len] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+int pidgen_exited(pid_t pid)
+{
+	return use_pidfs ? exited_by_pidfd(pid) : exited_by_stat(pid);
 }
 
 int pidgen_get(pid_t pid, uint64_t *gen)

@@ -21,6 +21,10 @@ int pidgen_get(pid_t pid, uint64_t *gen);
 /* 0 when pid still names the task of generation gen, else -ENOENT. */
 int pidgen_check(pid_t pid, uint64_t gen);
 
+/* 1 when the task has exited (a zombie, or gone), 0 while it runs: whether
+ * what the kernel caches about it could soon be wrong. */
+int pidgen_exited(pid_t pid);
+
 const char *pidgen_method(void);
 
 #endif

@@ -21,6 +21,11 @@ struct dir_handle {
 	pthread_mutex_t lock; /* the fd's position is shared by its readers */
 };
 
+int dir_handle_fd(const struct fuse_file_info *fi)
+{
+	return ((struct dir_handle *)(uintptr_t)fi->fh)->fd;
+}
+
 void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = node_from_ino(ino);
@@ -33,7 +38,8 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
 	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = fd < 0 ? -errno : node_alive(n);
+	r = fd < 0 ? -errno : 0;
+	r = node_alive(n) ?: r;
 	caller_leave();
 	if (r)
 		return reply_err(req, r);
@@ -87,14 +93,15 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	ssize_t used;
 	int r;
 
-	(void)ino;
 	if (!out)
 		return reply_err(req, -ENOMEM);
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
 	pthread_mutex_lock(&h->lock);
-	if (lseek(h->fd, off, SEEK_SET) < 0)
+	if (ino == FUSE_ROOT_ID)
+		used = (ssize_t)root_dir_fill(req, out, size, off);
+	else if (lseek(h->fd, off, SEEK_SET) < 0)
 		used = -errno;
 	else
 		used = fill_entries(req, h->fd, out, size);

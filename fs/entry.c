@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cache/pidgen.h"
+#include "cache/tgid_index.h"
 #include "fs/ops.h"
 #include "fs/procfast.h"
 
@@ -22,21 +23,58 @@ int child_path(const struct node *parent, const char *name, char *buf, size_t le
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* ESRCH, as procfs answers inside the directory of a process that is gone
+ * (or whose pid now names another process); ENOENT inside a thread's. */
 int node_alive(const struct node *n)
 {
-	return n->pid ? pidgen_check(n->pid, n->gen) : 0;
+	if (!n->owner.pid || !pidgen_check(n->owner.pid, n->owner.gen))
+		return 0;
+	return strstr(n->path, "/task/") ? -ENOENT : -ESRCH;
 }
 
-int node_stat(const struct node *n, struct stat *st)
+/* What the kernel may cache about a process's entries: only while it is a
+ * listed leader that has not exited, since the exit event drops the cache
+ * (invalidate.c) and nothing announces its reaping. The pidfd check closes
+ * the window before the exit event is handled. */
+static int process_cacheable(pid_t tgid)
 {
+	return tgid_index_live_leader(tgid) && !pidgen_exited(tgid);
+}
+
+/* procfs keeps answering stat on an inode whose entry or process is gone
+ * (fstat on an open file, say): the last attributes, owned by root once the
+ * process is gone. Its fd/ and fdinfo/ count open files and fail instead. */
+static int gone_stat(const struct node *n, struct stat *st, int process_gone)
+{
+	if (process_gone && n->type == S_IFDIR && (!strcmp(n->name, "fd") || !strcmp(n->name, "fdinfo")))
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = n->mode;
+	st->st_ino = n->ino;
+	st->st_uid = process_gone ? 0 : n->uid;
+	st->st_gid = process_gone ? 0 : n->gid;
+	st->st_nlink = n->type == S_IFDIR ? 2 : 1;
+	st->st_blksize = 1024;
+	return 0;
+}
+
+int node_stat(struct node *n, struct stat *st)
+{
+	int r;
+
 	if (n->kind == NODE_LINK_TARGET)
 		return link_target_stat(n, st);
 	if (fstatat(pf.srcfd, n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
-		return -errno;
-	/* A name that changed nature is another entry now. */
-	if ((st->st_mode & S_IFMT) != n->type)
-		return -ENOENT;
-	return node_alive(n);
+		r = -errno;
+	else /* a name that changed nature is another entry now */
+		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
+	if (node_alive(n))
+		return gone_stat(n, st, 1);
+	if (r == -ENOENT && n->kind == NODE_MIRROR)
+		return gone_stat(n, st, 0);
+	if (!r)
+		node_remember(n, st);
+	return r;
 }
 
 /* Canonical decimal, as procfs's name_to_int accepts it. */
@@ -60,7 +98,7 @@ static int pid_name(const char *name)
 static pid_t task_of_child(const struct node *parent, const char *name)
 {
 	if (parent->kind == NODE_ROOT ||
-	    (parent->pid && !strcmp(parent->name, "task") && strchr(parent->path, '/') ==
+	    (parent->owner.pid && !strcmp(parent->name, "task") && strchr(parent->path, '/') ==
 	     strrchr(parent->path, '/')))
 		return pid_name(name);
 	return 0;
@@ -86,17 +124,25 @@ static int link_target_name(const char *name)
  * operation on it checks the process generation. */
 static int name_is_volatile(const struct node *parent, const char *name, enum node_kind kind)
 {
-	if (kind == NODE_LINK_TARGET || task_of_child(parent, name) || link_target_name(name))
+	if (kind == NODE_LINK_TARGET || link_target_name(name))
 		return 1;
 	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
-		return 1; /* a pid that may start later */
-	return parent->pid && (!strcmp(parent->name, "fd") || !strcmp(parent->name, "fdinfo") ||
+		/* A leader's name is dropped by its exit event (invalidate.c);
+		 * thread ids and absent pids are asked every time. */
+		return !process_cacheable(pid_name(name));
+	/* Inside a process that exited (a zombie, or a leader whose threads
+	 * live on) nothing is cached: no exit event will come for its reaping. */
+	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
+		return 1;
+	return parent->owner.pid && (!strcmp(parent->name, "fd") || !strcmp(parent->name, "fdinfo") ||
 			       !strcmp(parent->name, "map_files") || !strcmp(parent->name, "task"));
 }
 
 static double attr_timeout_for(const struct node *n)
 {
-	return n->kind == NODE_LINK_TARGET ? 0 : pf.attr_timeout;
+	if (n->kind == NODE_LINK_TARGET || (n->owner.tgid && !process_cacheable(n->owner.tgid)))
+		return 0;
+	return pf.attr_timeout;
 }
 
 static struct node *find_same(struct node *p, const char *name, enum node_kind kind,
@@ -105,7 +151,7 @@ static struct node *find_same(struct node *p, const char *name, enum node_kind k
 	struct node *n;
 
 	n = node_find_get(p, name);
-	if (n && (n->kind != kind || n->type != (type & S_IFMT) || n->gen != gen)) {
+	if (n && (n->kind != kind || n->type != (type & S_IFMT) || n->owner.gen != gen)) {
 		node_forget(n, 1);
 		n = NULL;
 	}
@@ -117,8 +163,7 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 	char path[PATH_MAX];
 	struct stat st;
 	enum node_kind kind = NODE_MIRROR;
-	pid_t pid = p->pid;
-	uint64_t gen = p->gen;
+	struct node_owner owner = p->owner;
 	struct node *n;
 	int r;
 
@@ -128,8 +173,10 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 		pid_t task = task_of_child(p, name);
 
 		if (task) {
-			pid = task;
-			if ((r = pidgen_get(pid, &gen)))
+			owner.pid = task;
+			if (p->kind == NODE_ROOT)
+				owner.tgid = task;
+			if ((r = pidgen_get(task, &owner.gen)))
 				return r;
 		}
 		if (is_caller_link(p, name))
@@ -142,14 +189,14 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 			return r;
 		kind = NODE_LINK_TARGET;
 	}
-	n = find_same(p, name, kind, st.st_mode, gen);
+	n = find_same(p, name, kind, st.st_mode, owner.gen);
 	if (!n)
-		n = node_insert(p, name, kind, path, st.st_mode, pid, gen);
+		n = node_insert(p, name, kind, path, &st, &owner);
 	if (!n)
 		return -ENOMEM;
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
-	e->generation = n->uid;
+	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = attr_timeout_for(n);
 	e->entry_timeout = name_is_volatile(p, name, kind) ? 0 : pf.entry_timeout;
@@ -207,12 +254,27 @@ static int reply_stat(fuse_req_t req, struct node *n)
 	return fuse_reply_attr(req, &st, attr_timeout_for(n));
 }
 
+/* fstat() on an open file asks about that file, which outlives its name
+ * (a zombie's fdinfo/N, an exited process's status). */
+static void reply_handle_stat(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int fd = n->type == S_IFDIR ? dir_handle_fd(fi) : (int)fi->fh;
+
+	if (fstat(fd, &st))
+		return reply_err(req, -errno);
+	if (n->kind == NODE_LINK_TARGET)
+		link_target_fixup(&st);
+	fuse_reply_attr(req, &st, attr_timeout_for(n));
+}
+
 void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct caller c;
 	int r;
 
-	(void)fi;
+	if (fi)
+		return reply_handle_stat(req, node_from_ino(ino), fi);
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
@@ -347,6 +409,35 @@ void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	caller_leave();
 	reply_xattr_result(req, len, r, buf, size);
 	free(buf);
+}
+
+void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		 size_t size, int flags)
+{
+	char abs[PATH_MAX], *unused;
+	int r;
+
+	if (pf.read_only)
+		return reply_err(req, -EROFS);
+	if ((r = xattr_path(req, ino, 0, abs, &unused)))
+		return reply_err(req, r);
+	r = lsetxattr(abs, name, value, size, flags) ? -errno : 0;
+	caller_leave();
+	reply_err(req, r);
+}
+
+void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	char abs[PATH_MAX], *unused;
+	int r;
+
+	if (pf.read_only)
+		return reply_err(req, -EROFS);
+	if ((r = xattr_path(req, ino, 0, abs, &unused)))
+		return reply_err(req, r);
+	r = lremovexattr(abs, name) ? -errno : 0;
+	caller_leave();
+	reply_err(req, r);
 }
 
 void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)

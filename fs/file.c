@@ -38,7 +38,8 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A link target is opened through its link, as procfs's magic links do. */
 	fd = openat(pf.srcfd, n->path, (fi->flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
 		    (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW));
-	r = fd < 0 ? -errno : node_alive(n);
+	r = fd < 0 ? -errno : 0;
+	r = node_alive(n) ?: r;
 	caller_leave();
 	if (r)
 		return reply_err(req, r);
@@ -48,6 +49,22 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		return; /* interrupted: fd closes on scope exit */
 	move_fd(&fd);
+}
+
+/* Some procfs files are streams (no pread/pwrite: ESPIPE); for them the
+ * offset is meaningless and the plain call is what the caller's was. */
+static ssize_t read_at(int fd, char *buf, size_t size, off_t off)
+{
+	ssize_t n = pread(fd, buf, size, off);
+
+	return n < 0 && errno == ESPIPE ? read(fd, buf, size) : n;
+}
+
+static ssize_t write_at(int fd, const char *buf, size_t size, off_t off)
+{
+	ssize_t n = pwrite(fd, buf, size, off);
+
+	return n < 0 && errno == ESPIPE ? write(fd, buf, size) : n;
 }
 
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -63,7 +80,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
-	n = pread((int)fi->fh, buf, size, off);
+	n = read_at((int)fi->fh, buf, size, off);
 	r = n < 0 ? -errno : 0;
 	caller_leave();
 	if (r)
@@ -84,7 +101,7 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
-	n = pwrite((int)fi->fh, buf, size, off);
+	n = write_at((int)fi->fh, buf, size, off);
 	r = n < 0 ? -errno : 0;
 	caller_leave();
 	if (r)

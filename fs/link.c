@@ -44,7 +44,7 @@ static int link_has_text(const char *path, const char *text)
  *   writer; its permission bits are cleared and its owner made unmappable so
  *   that open() fails at once with EACCES, for root too (default_permissions).
  */
-static void target_fixup(struct stat *st)
+void link_target_fixup(struct stat *st)
 {
 	switch (st->st_mode & S_IFMT) {
 	case 0:
@@ -62,7 +62,7 @@ static int target_at(const char *path, struct stat *st)
 {
 	if (fstatat(pf.srcfd, path, st, 0))
 		return -errno;
-	target_fixup(st);
+	link_target_fixup(st);
 	return 0;
 }
 
@@ -92,7 +92,7 @@ static int try_entry(const struct node *dir, const char *entry, const char *text
 int link_target_find(const struct node *dir, const char *name, char *path, size_t len,
 		     struct stat *st)
 {
-	int fd = link_hint_get(dir->uid, name);
+	int fd = link_hint_get(dir->serial, name);
 	DIR *d;
 	struct dirent *de;
 	int r = -ENOENT;
@@ -131,11 +131,11 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len), fd;
 
-	if (r || (r = node_alive(n)))
+	if ((r = node_alive(n) ?: r))
 		return r;
 	fd = fd_number(n->name);
 	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))
-		link_hint_put(n->parent_uid, buf, fd);
+		link_hint_put(n->parent_serial, buf, fd);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include "cache/node.h"
 #include "cache/pidgen.h"
+#include "cache/proc_events.h"
+#include "cache/tgid_index.h"
 #include "fs/log.h"
 #include "fs/options.h"
 #include "fs/procfast.h"
@@ -75,7 +78,8 @@ static int setup(const struct options *o)
 	if (geteuid() == 0 && setgroups(0, NULL))
 		log_warn("setgroups: %s", strerror(errno));
 	pidgen_init(pf.srcfd, source_in_our_pid_ns(pf.srcfd));
-	if (caller_init(pf.selfproc) || node_table_init()) {
+	tgid_index_init(pf.srcfd);
+	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}
@@ -93,7 +97,8 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 	if (!cfg)
 		return -1;
 	fuse_loop_cfg_set_clone_fd(cfg, cmd->clone_fd);
-	fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
+	if (cmd->max_idle_threads != UINT_MAX) /* UINT_MAX: not given */
+		fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
 	if (cmd->max_threads && cmd->max_threads <= 100000) /* else libfuse's default */
 		fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
 	r = fuse_session_loop_mt(se, cfg);
@@ -106,6 +111,9 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
+	struct proc_event_hooks hooks = { 0 };
+	struct proc_events_config events = { 0 };
+	const char *mode;
 	struct options o;
 	int ret = 1;
 
@@ -128,11 +136,16 @@ int main(int argc, char *argv[])
 	}
 	if (setup(&o))
 		goto out;
+	events.disabled = o.events && !strcmp(o.events, "off");
+	events.rcvbuf = o.event_rcvbuf;
+	events.fallback_ms = o.scan_ms;
 	se = fuse_session_new(&args, &procfast_ops, sizeof(procfast_ops), NULL);
 	if (!se)
 		goto out;
 	if (fuse_set_signal_handlers(se))
 		goto out_session;
+	invalidate_init(se, &hooks);
+	mode = proc_events_start(&events, &hooks);
 	if (fuse_session_mount(se, cmd.mountpoint))
 		goto out_handlers;
 	log_set_debug(cmd.debug);
@@ -140,18 +153,25 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	if (!cmd.foreground)
 		log_to_syslog();
-	log_info("mirroring %s at %s (generations: %s)", pf.source, cmd.mountpoint, pidgen_method());
+	log_info("mirroring %s at %s (process index: %s, generations: %s)", pf.source,
+		 cmd.mountpoint, mode, pidgen_method());
+	if (proc_events_run())
+		log_err("cannot start the event listener");
 	ret = serve(se, &cmd) ? 1 : 0;
+	proc_events_stop();
 out_unmount:
 	fuse_session_unmount(se);
 out_handlers:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
+	proc_events_stop();
 	node_table_destroy();
+	root_dir_destroy();
 out:
 	free(cmd.mountpoint);
 	free(o.source);
+	free(o.events);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -12,6 +12,9 @@ static const struct fuse_opt option_spec[] = {
 	{ "source=%s", offsetof(struct options, source), 0 },
 	{ "entry_timeout=%lf", offsetof(struct options, entry_timeout), 0 },
 	{ "attr_timeout=%lf", offsetof(struct options, attr_timeout), 0 },
+	{ "events=%s", offsetof(struct options, events), 0 },
+	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
+	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
@@ -51,10 +54,19 @@ int options_parse(struct fuse_args *args, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->entry_timeout = 1.0;
 	o->attr_timeout = 1.0;
+	o->scan_ms = 100;
 	if (fuse_opt_parse(args, o, option_spec, option_key))
 		return -1;
 	if (!o->source)
 		o->source = strdup("/proc");
+	if (o->events && strcmp(o->events, "on") && strcmp(o->events, "off")) {
+		fprintf(stderr, "procfast: events=%s: must be on or off\n", o->events);
+		return -1;
+	}
+	if (o->event_rcvbuf < 0) {
+		fprintf(stderr, "procfast: event_rcvbuf=%d: must be positive\n", o->event_rcvbuf);
+		return -1;
+	}
 	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
 	    !timeout_valid("attr_timeout", o->attr_timeout))
 		return -1;
@@ -78,5 +90,8 @@ void options_help(void)
 	       "    -o noallow_other       serve only the mounting user (default for root: all users)\n"
 	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
 	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
-	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n");
+	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n"
+	       "    -o events=on|off       follow process events (default on; off: list from scans)\n"
+	       "    -o event_rcvbuf=BYTES  event socket buffer (default 8 MiB)\n"
+	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n");
 }

@@ -11,6 +11,9 @@ struct options {
 	int has_allow_other;
 	double entry_timeout; /* -o entry_timeout=SECONDS, for names that live as long as their directory */
 	double attr_timeout;  /* -o attr_timeout=SECONDS */
+	char *events;         /* -o events=on|off */
+	int event_rcvbuf;     /* -o event_rcvbuf=BYTES */
+	unsigned scan_ms;     /* -o scan_lifetime=MS, without events */
 };
 
 /* Removes procfast's options from args and adds the mount options procfast

@@ -28,11 +28,11 @@ extern const struct fuse_lowlevel_ops procfast_ops;
  * when it does not fit PATH_MAX, as the kernel would say. */
 int child_path(const struct node *parent, const char *name, char *buf, size_t len);
 
-/* 0 while the node's process is still the one it was made for. */
+/* 0 while the node's process is still the one it was made for, else -ESRCH. */
 int node_alive(const struct node *n);
 
 /* Attributes of a node as the source shows them to the current credentials. */
-int node_stat(const struct node *n, struct stat *st);
+int node_stat(struct node *n, struct stat *st);
 
 /* Hidden lookup: dir holds a link whose text is name ("socket:[N]");
  * fills the target's attributes and the path of that link. */
@@ -41,6 +41,19 @@ int link_target_find(const struct node *dir, const char *name, char *path, size_
 
 /* Attributes of a link target as the kernel may accept them (see link.c). */
 int link_target_stat(const struct node *n, struct stat *st);
+void link_target_fixup(struct stat *st);
+
+/* The root listing from the TGID index (root_dir.c). */
+int root_dir_init(void);
+void root_dir_destroy(void);
+size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off);
+
+struct proc_event_hooks;
+/* Event hooks that drop stale kernel cache entries (invalidate.c). */
+void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
+
+/* The source fd behind an open directory handle. */
+int dir_handle_fd(const struct fuse_file_info *fi);
 
 /* fuse_reply_err with the kernel's convention of positive errno. */
 static inline void reply_err(fuse_req_t req, int negerr)

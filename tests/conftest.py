@@ -3,6 +3,7 @@
 Every test compares the mount with the real /proc, so the fixtures here only start
 and stop things; they never decide what is "right".
 """
+import json
 import os
 import signal
 import subprocess
@@ -41,6 +42,13 @@ class Mount:
         with open("/proc/self/mounts") as f:
             return any(line.split()[1] == self.path for line in f)
 
+    def _connection(self):
+        """The FUSE connection number (the mount's minor device number)."""
+        try:
+            return os.minor(os.stat(self.path).st_dev)
+        except OSError:
+            return None
+
     def output(self):
         with open(self.log.name, errors="replace") as f:
             return f.read()
@@ -50,15 +58,25 @@ class Mount:
 
     def close(self):
         """Unmount, wait for the daemon, and fail on sanitizer reports or a bad exit."""
+        conn = self._connection()
         if self._mounted():
-            subprocess.run(["fusermount3", "-u", self.path], check=False)
+            subprocess.run(["fusermount3", "-u", self.path], check=False,
+                           stderr=subprocess.DEVNULL)
             if self._mounted():
+                # Busy (a test still holds something): detach it, and if the
+                # daemon then waits for the last user, abort the connection.
                 subprocess.run(["umount", "-l", self.path], check=False)
         try:
-            rc = self.proc.wait(timeout=20)
+            rc = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
+            if conn:
+                with open("/sys/fs/fuse/connections/%d/abort" % conn, "w") as f:
+                    f.write("1")
+            try:
+                rc = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
         out = self.output()
         os.unlink(self.log.name)
         try:
@@ -109,3 +127,48 @@ def kill_tree(p):
     except (ProcessLookupError, PermissionError):
         pass
     p.wait()
+
+
+class Victim:
+    """A running build/tests/victim: threads plus one fd of every kind (see helpers/victim.c)."""
+
+    def __init__(self, proc, info):
+        self.proc = proc
+        self.pid = info["pid"]
+        self.tids = info["tids"]
+        self.port = info["port"]
+        self.unix_path = info["unix_path"]
+        self.fds = info["fds"]
+
+    def stop(self):
+        """Close its stdin (it exits 0 and removes its files); kill it if it lingers."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                kill_tree(self.proc)
+        else:
+            self.proc.stdin.close()
+        self.proc.stdout.close()
+        return self.proc.returncode
+
+
+def start_victim(*args):
+    """Start build/tests/victim in its own session and wait for its JSON line."""
+    proc = subprocess.Popen([os.path.join(HELPERS, "victim")] + [str(a) for a in args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    line = proc.stdout.readline()
+    if not line:
+        kill_tree(proc)
+        raise RuntimeError("victim exited %s before reporting" % proc.returncode)
+    return Victim(proc, json.loads(line))
+
+
+@pytest.fixture(scope="module")
+def victim():
+    """A victim with 4 extra threads, shared by a test module."""
+    v = start_victim("--threads", 4)
+    yield v
+    v.stop()

@@ -71,10 +71,12 @@ def test_ps_eo(mnt, victim):
         missing = [p for p in stable if p not in rb]
         assert not missing, "processes alive throughout but not listed over the mount: %s" % \
             [ra[p] for p in missing]
-        # nothing invented: every mount row is a process seen in a /proc run, or the
-        # mount-side ps itself
+        # the mount-side ps sees itself (its /proc/self is the caller); other rows seen
+        # only over the mount are processes that lived between the runs (the machine
+        # may be busy), so they are not compared
         extra = [p for p in rb if p not in ra and p not in rc]
-        assert len(extra) <= 1, "unexpected processes over the mount: %s" % [rb[p] for p in extra]
+        assert any(rb[p].split()[5] == "ps" and cmd in rb[p] for p in extra), \
+            "the mount-side ps is not in its own listing:\n" + b
         # the victim's row, spelled out (multi-threaded: NLWP = number of tids)
         assert rb[victim.pid] == ra[victim.pid]
         assert int(rb[victim.pid].split()[4]) == len(victim.tids)
@@ -96,15 +98,22 @@ def test_ps_threads(mnt, victim):
 
 
 def test_ps_threads_whole(mnt):
-    """ps -eLo pid,lwp,comm for the whole system: every (pid, lwp) stable on /proc is listed."""
+    """ps -eLo pid,lwp,comm for the whole system: every (pid, lwp) row stable on /proc is
+    listed identically (a difference must persist over 3 rounds: kworker names change)."""
     def pairs(text):
         return {tuple(l.split(None, 2)[:2]): l for l in text.splitlines()[1:]}
-    a, b, c = (pairs(x) for x in run_pair(mnt, "ps -eLo pid,lwp,comm"))
-    stable = [k for k in a if k in c and a[k] == c[k]]
-    assert len(stable) > 20
-    diff = [k for k in stable if b.get(k) != a[k]]
-    assert not diff, "thread rows differ or missing over the mount: %s" % [
-        (a[k], b.get(k)) for k in diff]
+    persistent = None
+    for _ in range(3):
+        a, b, c = (pairs(x) for x in run_pair(mnt, "ps -eLo pid,lwp,comm"))
+        stable = [k for k in a if k in c and a[k] == c[k]]
+        assert len(stable) > 20
+        diff = {k: (a[k], b.get(k)) for k in stable if b.get(k) != a[k]}
+        persistent = diff if persistent is None else \
+            {k: v for k, v in diff.items() if k in persistent}
+        if not persistent:
+            return
+    pytest.fail("thread rows differ or missing over the mount in every round: %s"
+                % list(persistent.values()))
 
 
 def test_pgrep(mnt, victim):

@@ -1,0 +1,42 @@
+/* The process-event listener: keeps the TGID index current from the
+ * kernel's proc connector (netlink, CN_IDX_PROC).
+ *
+ * FORK of a new leader marks it; EXIT of a leader makes it "exited" (the
+ * index then lists it only while the source has it); EXEC revives the group
+ * under its tgid (a non-leader's exec ends with the old leader's EXIT and
+ * then EXEC with pid == tgid). Lost events (ENOBUFS) trigger one scan of the
+ * source root while readers keep being served. Only a listener in the
+ * initial user and pid namespaces with CAP_NET_ADMIN receives events; where
+ * that fails the index falls back to a short-lived cached scan.
+ */
+#ifndef PROCFAST_PROC_EVENTS_H
+#define PROCFAST_PROC_EVENTS_H
+
+#include <sys/types.h>
+
+/* What the FUSE face does with events it cares about (kernel caches). */
+struct proc_event_hooks {
+	void (*leader_exited)(pid_t tgid);
+	void (*creds_changed)(pid_t pid);
+};
+
+struct proc_events_config {
+	int rcvbuf;           /* socket receive buffer in bytes, 0 = default */
+	int disabled;         /* -o events=off: force the fallback */
+	unsigned fallback_ms; /* lifetime of the fallback scan */
+};
+
+/* Subscribes (in the caller's thread, so the mode is known at once) and
+ * seeds the index. Returns the mode's name: "events", "events (unfiltered)"
+ * or "scan". */
+const char *proc_events_start(const struct proc_events_config *cfg,
+			      const struct proc_event_hooks *hooks);
+
+/* Starts the listener thread (after daemonizing). */
+int proc_events_run(void);
+void proc_events_stop(void);
+
+/* Counters for tests and the log. */
+unsigned long proc_events_resyncs(void);
+
+#endif

@@ -1,0 +1,187 @@
+#include "cache/tgid_index.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/hbitmap.h"
+#include "fs/cleanup.h"
+#include "fs/log.h"
+
+static struct hbitmap leaders;   /* marked: probably a leader */
+static struct hbitmap exited;    /* subset: its leader exited, check the source */
+static int source_fd = -1;
+static _Atomic long marked_count;
+
+static int fallback_mode;
+static unsigned fallback_lifetime_ms;
+static _Atomic uint64_t fallback_scanned_ns;
+static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tgid_index_init(int srcfd)
+{
+	source_fd = srcfd;
+}
+
+void tgid_index_mark(pid_t tgid)
+{
+	if (tgid <= 0 || (uint32_t)tgid >= HBITMAP_BITS)
+		return;
+	hbitmap_clear(&exited, (uint32_t)tgid);
+	if (!hbitmap_test(&leaders, (uint32_t)tgid)) {
+		hbitmap_set(&leaders, (uint32_t)tgid);
+		atomic_fetch_add(&marked_count, 1);
+	}
+}
+
+static void unmark(pid_t tgid)
+{
+	if (hbitmap_test(&leaders, (uint32_t)tgid)) {
+		hbitmap_clear(&leaders, (uint32_t)tgid);
+		atomic_fetch_sub(&marked_count, 1);
+	}
+	hbitmap_clear(&exited, (uint32_t)tgid);
+}
+
+void tgid_index_exited(pid_t tgid)
+{
+	if (tgid > 0 && (uint32_t)tgid < HBITMAP_BITS && hbitmap_test(&leaders, (uint32_t)tgid))
+		hbitmap_set(&exited, (uint32_t)tgid);
+}
+
+void tgid_index_revived(pid_t tgid)
+{
+	tgid_index_mark(tgid);
+}
+
+static int source_has(uint32_t pid)
+{
+	char name[16];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "%u", pid);
+	return fstatat(source_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int pid_of(const char *name)
+{
+	char *end;
+	long v;
+
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	v = strtol(name, &end, 10);
+	return *end || v <= 0 || v >= (long)HBITMAP_BITS ? 0 : (int)v;
+}
+
+/* Reads the source root once: its pid names are exactly the listable leaders. */
+static uint64_t *scan_source(void)
+{
+	uint64_t *seen = calloc(HBITMAP_L0, sizeof(uint64_t));
+	__do_close int fd = openat(source_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (!seen || fd < 0) {
+		free(seen);
+		return NULL;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		free(seen);
+		return NULL;
+	}
+	move_fd(&fd);
+	while ((de = readdir(d))) {
+		int pid = pid_of(de->d_name);
+
+		if (pid)
+			seen[pid / 64] |= 1ULL << (pid % 64);
+	}
+	closedir(d);
+	return seen;
+}
+
+int tgid_index_resync(void)
+{
+	uint64_t *seen = scan_source();
+	int64_t p;
+
+	if (!seen)
+		return -ENOMEM;
+	for (p = hbitmap_next(&leaders, 0); p >= 0; p = hbitmap_next(&leaders, (uint32_t)p + 1))
+		if (!(seen[p / 64] >> (p % 64) & 1))
+			unmark((pid_t)p);
+	for (uint32_t w = 0; w < HBITMAP_L0; w++)
+		for (uint64_t bits = seen[w]; bits; bits &= bits - 1)
+			tgid_index_mark((pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits)));
+	free(seen);
+	return 0;
+}
+
+void tgid_index_sweep(void)
+{
+	for (int64_t p = hbitmap_next(&exited, 0); p >= 0; p = hbitmap_next(&exited, (uint32_t)p + 1))
+		if (!source_has((uint32_t)p))
+			unmark((pid_t)p);
+}
+
+int64_t tgid_index_next(uint32_t from)
+{
+	for (int64_t p = hbitmap_next(&leaders, from); p >= 0; p = hbitmap_next(&leaders, (uint32_t)p + 1))
+		if (!hbitmap_test(&exited, (uint32_t)p) || source_has((uint32_t)p))
+			return p;
+	return -1;
+}
+
+int tgid_index_live_leader(pid_t pid)
+{
+	return pid > 0 && (uint32_t)pid < HBITMAP_BITS && !fallback_mode &&
+	       hbitmap_test(&leaders, (uint32_t)pid) && !hbitmap_test(&exited, (uint32_t)pid);
+}
+
+void tgid_index_set_fallback(unsigned lifetime_ms)
+{
+	fallback_mode = 1;
+	fallback_lifetime_ms = lifetime_ms;
+}
+
+int tgid_index_fallback(void)
+{
+	return fallback_mode;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void tgid_index_refresh(void)
+{
+	uint64_t lifetime = (uint64_t)fallback_lifetime_ms * 1000000ULL;
+
+	if (!fallback_mode || now_ns() - atomic_load(&fallback_scanned_ns) < lifetime)
+		return;
+	pthread_mutex_lock(&fallback_lock);
+	if (now_ns() - atomic_load(&fallback_scanned_ns) >= lifetime) {
+		if (tgid_index_resync() == 0)
+			atomic_store(&fallback_scanned_ns, now_ns());
+	}
+	pthread_mutex_unlock(&fallback_lock);
+}
+
+long tgid_index_count(void)
+{
+	return atomic_load(&marked_count);
+}
