@@ -108,11 +108,27 @@ static int load_caps(struct caller *c)
 
 static int same_as_daemon(const struct caller *c);
 
+/* Most callers are single-threaded: a thread-group pidfd opens only for a
+ * leader, and then tgid == tid without reading its status. */
+static int is_leader(pid_t tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 pid_t caller_tgid(const struct caller *c)
 {
 	struct caller fresh = *c;
 
-	return c->tid && load_status(&fresh) == 0 ? fresh.tgid : 0;
+	if (!c->tid)
+		return 0;
+	if (is_leader(c->tid))
+		return c->tid;
+	return load_status(&fresh) == 0 ? fresh.tgid : 0;
 }
 
 void caller_load(fuse_req_t req, struct caller *c)

@@ -52,12 +52,15 @@ static void *exit_at_eof(void *unused)
 static void *exec_on_line(void *unused)
 {
 	char buf[256];
+	char exe[4096];
 	char *argv[] = { args[0], "0", NULL };
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	(void)unused;
-	if (read(0, buf, sizeof(buf)) <= 0)
+	if (n <= 0 || read(0, buf, sizeof(buf)) <= 0)
 		exit(0);
-	execv("/proc/self/exe", argv);
+	exe[n] = 0;
+	execv(exe, argv);
 	perror("execv");
 	exit(1);
 }
@@ -123,8 +126,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "--hold"))
 		for (;;)
 			pause();
+	if (!strcmp(mode, "--exec-thread"))
+		for (;;)
+			pause(); /* the leader stays alive; T does the rest */
 	if (special)
-		pthread_exit(NULL); /* --leader-exit: zombie leader; --exec-thread: T does the rest */
+		pthread_exit(NULL); /* --leader-exit: a zombie leader, T lives on */
 	wait_eof();
 	return 0;
 }

@@ -1,0 +1,420 @@
+"""The root listing (cache/tgid_index.c + cache/proc_events.c) against /proc's leaders.
+
+Every comparison takes /proc's listing before and after the mount's listing:
+a pid in both /proc listings must be in the mount's, a pid in neither must not,
+and no thread id (a tid that is not its group's tgid) may ever be listed.
+"""
+import ctypes
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import HELPERS, kill_tree
+
+NUMERIC = re.compile(r"[1-9][0-9]*$")
+
+
+def helper(name):
+    return os.path.join(HELPERS, name)
+
+
+def pids_of(path):
+    return {int(n) for n in os.listdir(path) if NUMERIC.match(n)}
+
+
+def compare(mount):
+    """(missing, extra) for one before/mount/after triple."""
+    before = pids_of("/proc")
+    listed = pids_of(mount.path)
+    after = pids_of("/proc")
+    return (before & after) - listed, listed - (before | after), listed
+
+
+def assert_matches(mount, settle=1.0):
+    """The listing matches /proc; retried until `settle` seconds have passed,
+    because a process reaped just now may have its EXIT event still queued."""
+    deadline = time.time() + settle
+    while True:
+        missing, extra, listed = compare(mount)
+        if not missing and not extra:
+            return listed
+        if time.time() > deadline:
+            pytest.fail("mount listing differs from /proc: missing %s, extra %s"
+                        % (sorted(missing)[:20], sorted(extra)[:20]))
+        time.sleep(0.05)
+
+
+def tids_of(pid):
+    try:
+        return {int(t) for t in os.listdir("/proc/%d/task" % pid)} - {pid}
+    except FileNotFoundError:
+        return set()
+
+
+def state(path):
+    with open(path) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            pytest.fail("timed out waiting for " + what)
+        time.sleep(0.02)
+
+
+class Threads:
+    """build/tests/threads: one process with N idle threads (see helpers/threads.c)."""
+
+    def __init__(self, n, mode=None):
+        args = [helper("threads"), str(n)] + ([mode] if mode else [])
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.info = self.read_info()
+        self.pid = self.info["pid"]
+
+    def read_info(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            kill_tree(self.proc)
+            raise RuntimeError("threads helper exited %s" % self.proc.poll())
+        return json.loads(line)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                kill_tree(self.proc)
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def threads():
+    made = []
+
+    def make(n, mode=None):
+        t = Threads(n, mode)
+        made.append(t)
+        return t
+    yield make
+    for t in made:
+        t.stop()
+
+
+def fork_burst(count, parallel=1):
+    procs = [subprocess.Popen([helper("forker"), str(count)], stdout=subprocess.PIPE, text=True)
+             for _ in range(parallel)]
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0 and "forks in" in out
+
+
+def sleepers(n):
+    return [subprocess.Popen(["sleep", "600"]) for _ in range(n)]
+
+
+def stop_all(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+@pytest.fixture
+def sysctl():
+    """Set /proc/sys values for one test; the old values come back afterwards."""
+    saved = {}
+
+    def set_(name, value):
+        path = "/proc/sys/" + name.replace(".", "/")
+        with open(path) as f:
+            saved.setdefault(path, f.read().strip())
+        with open(path, "w") as f:
+            f.write(str(value))
+    yield set_
+    for path, value in saved.items():
+        with open(path, "w") as f:
+            f.write(value)
+
+
+# ---- (a)-(f): the listing equals /proc's leaders
+
+def test_mode_logged(mnt):
+    assert "process index: events" in mnt.output(), mnt.output()
+
+
+def test_after_2000_short_lived_processes(mnt):
+    assert_matches(mnt)
+    fork_burst(2000)
+    assert_matches(mnt)
+
+
+def test_process_with_5000_threads(mnt, threads, sysctl):
+    with open("/proc/sys/kernel/threads-max") as f:
+        if int(f.read()) < 20000:
+            sysctl("kernel.threads-max", 20000)
+    t = threads(5000)
+    tids = tids_of(t.pid)
+    assert len(tids) == 5000
+    listed = assert_matches(mnt)
+    assert t.pid in listed
+    assert not listed & tids, "thread ids listed: %s" % sorted(listed & tids)[:10]
+    t.stop()
+    wait_for(lambda: t.pid not in pids_of(mnt.path), 2, "the exited process to vanish")
+    assert_matches(mnt)
+
+
+def test_leader_pthread_exit_with_live_threads(mnt, threads):
+    t = threads(3, "--leader-exit")
+    wait_for(lambda: state("/proc/%d/stat" % t.pid) == "Z", 5, "a zombie leader")
+    tids = tids_of(t.pid)
+    assert t.info["exec_tid"] in tids
+    listed = assert_matches(mnt)
+    assert t.pid in listed and t.pid in pids_of("/proc")
+    assert state(mnt.p(t.pid, "stat")) == "Z"
+    assert not listed & tids
+    # The surviving thread ends the group; once reaped it must vanish.
+    t.proc.stdin.close()
+    t.proc.wait(timeout=10)
+    wait_for(lambda: t.pid not in pids_of(mnt.path), 2, "the reaped group to vanish")
+    assert_matches(mnt)
+
+
+def test_non_leader_thread_execve(mnt, threads):
+    t = threads(3, "--exec-thread")
+    old_tid = t.info["exec_tid"]
+    assert old_tid and old_tid != t.pid and old_tid in tids_of(t.pid)
+    assert old_tid not in pids_of(mnt.path)
+    t.proc.stdin.write("exec\n")
+    t.proc.stdin.flush()
+    after = t.read_info()
+    assert after["pid"] == t.pid, "exec by a thread keeps the group's pid"
+    assert tids_of(t.pid) == set()
+    # Poll for a while: the old leader's EXIT event must not drop the group,
+    # and the exec'ing thread's old tid must never show up.
+    deadline = time.time() + 1.5
+    while time.time() < deadline:
+        listed = pids_of(mnt.path)
+        assert t.pid in listed, "group lost after a non-leader exec"
+        assert old_tid not in listed, "old thread id %d listed" % old_tid
+        time.sleep(0.05)
+    assert_matches(mnt)
+    with open(mnt.p(t.pid, "comm")) as f:
+        assert f.read().strip() == "threads"
+
+
+def test_forced_enobufs_rescans(mount_with):
+    m = mount_with("event_rcvbuf=4096")
+    assert "process index: events" in m.output()
+    for _ in range(5):
+        fork_burst(1500, parallel=2)
+        if "process events lost (ENOBUFS): rescanning the source" in m.output():
+            break
+    assert "process events lost (ENOBUFS): rescanning the source" in m.output(), m.output()
+    time.sleep(0.3)
+    assert_matches(m)
+    # Still following events after the rescan.
+    s = sleepers(3)
+    try:
+        wait_for(lambda: {p.pid for p in s} <= pids_of(m.path), 2, "new processes listed")
+    finally:
+        stop_all(s)
+    wait_for(lambda: not {p.pid for p in s} & pids_of(m.path), 2, "reaped processes gone")
+    assert_matches(m)
+
+
+def test_fallback_mode(mount_with, threads):
+    m = mount_with("events=off", "scan_lifetime=100")
+    assert "process index: scan" in m.output(), m.output()
+    assert_matches(m, settle=0.5)
+    t = threads(200)
+    fork_burst(500)
+    listed = assert_matches(m, settle=0.5)
+    assert t.pid in listed and not listed & tids_of(t.pid)
+
+
+# ---- exited processes stop being listed once reaped
+
+@pytest.mark.parametrize("options,lifetime", [((), 0.0), (("events=off", "scan_lifetime=300"), 0.3)],
+                         ids=["events", "scan"])
+def test_reaped_process_vanishes(mount_with, options, lifetime):
+    m = mount_with(*options)
+    s = subprocess.Popen(["sleep", "600"])
+    try:
+        wait_for(lambda: s.pid in pids_of(m.path), 1 + lifetime, "the new process listed")
+        s.kill()
+        wait_for(lambda: state("/proc/%d/stat" % s.pid) == "Z", 5, "a zombie")
+        # A zombie is listed, as /proc lists it.
+        time.sleep(lifetime + 0.05)
+        assert s.pid in pids_of(m.path)
+    finally:
+        s.kill()
+        s.wait()
+    reaped = time.time()
+    wait_for(lambda: s.pid not in pids_of(m.path), lifetime + 0.5, "the reaped process to vanish")
+    assert time.time() - reaped <= lifetime + 0.5
+
+
+def test_exited_leader_pid_reused_by_thread(mnt, sysctl):
+    """A leader exits; its pid goes to a thread of another process at once (before
+    the listener's 1 s sweep). /proc does not list that tid: the mount must not."""
+    got = None
+    for _ in range(20):
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        os.waitpid(child, 0)
+        sysctl("kernel.ns_last_pid", child - 1)
+        ready, done, tid = threading.Event(), threading.Event(), []
+
+        def body():
+            tid.append(threading.get_native_id())
+            ready.set()
+            done.wait()
+        th = threading.Thread(target=body)
+        th.start()
+        ready.wait()
+        if tid[0] == child:
+            got = (th, done, child)
+            break
+        done.set()
+        th.join()
+    if not got:
+        pytest.skip("could not make a thread reuse an exited leader's pid")
+    th, done, tid = got
+    try:
+        assert tid not in pids_of("/proc")
+        time.sleep(1.5)  # past the listener's sweep
+        listed = pids_of(mnt.path)
+        assert tid not in listed, "thread id %d (a reused pid of an exited leader) listed" % tid
+    finally:
+        done.set()
+        th.join()
+
+
+# ---- listings in many small getdents calls, and telldir/seekdir
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_getdents64 = 217  # x86_64
+
+
+def small_getdents(path, bufsize, between=None):
+    """[(name, d_off)] read with getdents64(bufsize); `between` runs after each call."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    buf = ctypes.create_string_buffer(bufsize)
+    out, calls = [], 0
+    try:
+        while True:
+            n = libc.syscall(SYS_getdents64, fd, buf, bufsize)
+            if n < 0:
+                raise OSError(ctypes.get_errno(), "getdents64")
+            if n == 0:
+                return out, calls
+            calls += 1
+            raw, pos = buf.raw[:n], 0
+            while pos < n:
+                off = int.from_bytes(raw[pos + 8:pos + 16], "little", signed=True)
+                reclen = int.from_bytes(raw[pos + 16:pos + 18], "little")
+                name = raw[pos + 19:pos + reclen].split(b"\0", 1)[0].decode()
+                out.append((name, off))
+                pos += reclen
+            if between:
+                between()
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def churn():
+    """Two forkers starting and reaping processes until the test ends."""
+    procs = [subprocess.Popen([helper("forker"), "0"], stdout=subprocess.DEVNULL)
+             for _ in range(2)]
+    yield
+    stop_all(procs)
+
+
+@pytest.mark.parametrize("bufsize", [40, 64, 200])
+def test_small_getdents_during_churn(mnt, churn, bufsize):
+    steady = sleepers(20)
+    try:
+        lived = {p.pid for p in steady}
+        entries, calls = small_getdents(mnt.path, bufsize, between=lambda: time.sleep(0.001))
+        names = [n for n, _ in entries]
+        assert calls > 20, "buffers this small take many calls"
+        dups = {n for n in names if names.count(n) > 1}
+        assert not dups, "duplicates: %s" % sorted(dups)
+        offs = [o for _, o in entries]
+        assert offs == sorted(offs) and len(set(offs)) == len(offs), "offsets not increasing"
+        pids = [int(n) for n in names if NUMERIC.match(n)]
+        assert pids == sorted(pids)
+        assert lived <= set(pids), "skipped: %s" % sorted(lived - set(pids))
+        assert os.getpid() in pids and 1 in pids
+        statics = [n for n in names if not NUMERIC.match(n)]
+        assert statics == [n for n, _ in small_getdents("/proc", 4096)[0]
+                           if not NUMERIC.match(n)]
+    finally:
+        stop_all(steady)
+
+
+class Dirent(ctypes.Structure):
+    _fields_ = [("d_ino", ctypes.c_uint64), ("d_off", ctypes.c_int64),
+                ("d_reclen", ctypes.c_ushort), ("d_type", ctypes.c_ubyte),
+                ("d_name", ctypes.c_char * 256)]
+
+
+libc.opendir.restype = ctypes.c_void_p
+libc.opendir.argtypes = [ctypes.c_char_p]
+libc.readdir.restype = ctypes.POINTER(Dirent)
+libc.readdir.argtypes = [ctypes.c_void_p]
+libc.telldir.restype = ctypes.c_long
+libc.telldir.argtypes = [ctypes.c_void_p]
+libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+libc.closedir.argtypes = [ctypes.c_void_p]
+
+
+def test_telldir_seekdir_round_trip(mnt, churn):
+    steady = sleepers(5)
+    d = libc.opendir(mnt.path.encode())
+    assert d
+    try:
+        marks = []  # (telldir before readdir, name read)
+        while True:
+            pos = libc.telldir(d)
+            e = libc.readdir(d)
+            if not e:
+                break
+            marks.append((pos, e.contents.d_name.decode()))
+        names = [n for _, n in marks]
+        assert len(names) == len(set(names))
+        for p in steady:
+            assert str(p.pid) in names
+        steady_names = {str(p.pid) for p in steady}
+        # Seek back to every static entry, the steady processes and the start.
+        for pos, name in marks:
+            if NUMERIC.match(name) and name not in steady_names and name not in ("1",):
+                continue
+            libc.seekdir(d, pos)
+            assert libc.telldir(d) == pos
+            e = libc.readdir(d)
+            assert e and e.contents.d_name.decode() == name, "seekdir(%d) for %s" % (pos, name)
+        # A position whose process is gone resumes at the next live pid.
+        gone, rest = steady[0], sorted(p.pid for p in steady[1:])
+        stop_all([gone])
+        wait_for(lambda: gone.pid not in pids_of(mnt.path), 2, "the killed process to vanish")
+        libc.seekdir(d, dict((n, pos) for pos, n in marks)[str(gone.pid)])
+        e = libc.readdir(d)
+        assert e, "seekdir to an exited pid ended the listing"
+        nxt = int(e.contents.d_name.decode())
+        assert gone.pid < nxt <= max(rest), "resumed at %d after exited %d" % (nxt, gone.pid)
+    finally:
+        libc.closedir(d)
+        stop_all(steady)
