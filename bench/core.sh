@@ -116,6 +116,8 @@ SRC[proc]=/proc
 stats_before=$(daemon_stats "${PID[procfast]}")
 bstats_before=$(daemon_stats "${PID[bindfs]}")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# other FUSE daemons (tests, other benchmarks) at work would skew the figures: record them
+others=$(( $(pgrep -c -x procfast || true) - 1 ))
 
 rows=()
 declare -A med
@@ -160,6 +162,7 @@ section=$(cat <<EOF
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'),
 kernel $(uname -r), $(nproc) CPUs, load average $load_before before, $load_after after,
+other procfast daemons running at start: $others,
 procfast build: $build_type (an empty build type means CMakeLists' default, RelWithDebInfo).
 Each arm: \`unshare -m --propagation private sh -c 'mount --bind SRC /proc && exec CMD'\`
 with output to /dev/null (SRC = /proc, the procfast mount, the \`bindfs /proc\` mount).
@@ -193,13 +196,16 @@ Each section below is written by one script in `bench/` and replaced whenever th
 runs again. Every figure names the command that produced it; rerun that command to check it.
 EOF
 fi
-# replace our section in place (or append it the first time)
+# replace our section in place (or append it the first time), holding a lock on the file
+# because other bench scripts rewrite their own sections of it too
 printf '%s\n' "$section" >"$WORK/section"
+exec 9<"$RESULTS"; flock 9
 awk -v f="$WORK/section" '
     /<!-- core:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
     /<!-- core:end -->/   { skip = 0; next }
     !skip                 { print }
     END                   { if (!done) { print ""; while ((getline l < f) > 0) print l } }
 ' "$RESULTS" >"$WORK/results"
-cp "$WORK/results" "$RESULTS"
+cat "$WORK/results" >"$RESULTS"
+exec 9<&-
 echo "core.sh: wrote section 'core' of $RESULTS" >&2

@@ -23,6 +23,7 @@ enum node_kind {
 	NODE_MIRROR,      /* a path of the source, served as it is */
 	NODE_CALLER_LINK, /* "self" / "thread-self": text depends on the caller */
 	NODE_LINK_TARGET, /* hidden "socket:[N]" etc.: stat through the link */
+	NODE_DEDUP_LINK,  /* a thread's fd/, fdinfo/ or task/ served as a link */
 };
 
 struct node {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -126,6 +127,26 @@ static int exited_by_stat(pid_t pid)
 int pidgen_exited(pid_t pid)
 {
 	return use_pidfs ? exited_by_pidfd(pid) : exited_by_stat(pid);
+}
+
+/* Only a leader has a thread-group pidfd; elsewhere ask its status. */
+int pidgen_is_leader(pid_t pid)
+{
+	char path[32], buf[1024], *line;
+	__do_close int fd = -1;
+	ssize_t len;
+
+	if (use_pidfs) {
+		fd = pidfd_open_any(pid, 0);
+		return fd >= 0;
+	}
+	snprintf(path, sizeof(path), "%d/status", pid);
+	fd = openat(source_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return 0;
+	buf[len] = '\0';
+	line = strstr(buf, "\nTgid:");
+	return line && atoi(line + 6) == pid;
 }
 
 int pidgen_get(pid_t pid, uint64_t *gen)

@@ -25,6 +25,10 @@ int pidgen_check(pid_t pid, uint64_t gen);
  * what the kernel caches about it could soon be wrong. */
 int pidgen_exited(pid_t pid);
 
+/* 1 when pid names a thread-group leader now (a zombie one too); 0 for a
+ * thread id or a free pid. */
+int pidgen_is_leader(pid_t pid);
+
 const char *pidgen_method(void);
 
 #endif

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -29,11 +30,13 @@ struct listen_filtered {
 		       PROC_EVENT_UID | PROC_EVENT_GID)
 #define ACK_WAIT_MS 300
 #define SWEEP_MS 1000
+#define BATCH_MS 2      /* how long events gather after a batch */
+#define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
 
 static int sock = -1;
 static int stop_fd = -1;
 static pthread_t thread;
-static int running;
+static _Atomic int running;
 static struct proc_event_hooks hooks;
 static _Atomic unsigned long resyncs;
 
@@ -167,6 +170,71 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 	return r == 0 ? "events" : "events (unfiltered)";
 }
 
+/* Cache drops found while applying events, done by a thread of their own:
+ * a drop waits for the directory lock that a root listing holds, and root
+ * listings may be waiting for the listener (proc_events_sync). */
+struct notice {
+	int exited;
+	pid_t pid;
+};
+
+static struct notice *notices;
+static size_t nnotices, notices_cap;
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
+static int notices_closed;
+static pthread_t notifier;
+
+static void queue_notice(int exited, pid_t pid)
+{
+	pthread_mutex_lock(&notice_lock);
+	if (nnotices == notices_cap) {
+		size_t cap = notices_cap ? notices_cap * 2 : 256;
+		struct notice *more = cap <= 1 << 20 ? realloc(notices, cap * sizeof(*more)) : NULL;
+
+		if (!more) { /* only a cache drop is lost: the entry expires anyway */
+			pthread_mutex_unlock(&notice_lock);
+			return;
+		}
+		notices = more;
+		notices_cap = cap;
+	}
+	notices[nnotices++] = (struct notice){ exited, pid };
+	pthread_cond_signal(&notice_cond);
+	pthread_mutex_unlock(&notice_lock);
+}
+
+static void *notify_loop(void *unused)
+{
+	struct notice *batch = NULL;
+	size_t n = 0;
+
+	(void)unused;
+	pthread_mutex_lock(&notice_lock);
+	for (;;) {
+		while (!nnotices && !notices_closed)
+			pthread_cond_wait(&notice_cond, &notice_lock);
+		if (!nnotices)
+			break;
+		free(batch);
+		batch = notices; /* take the whole batch; the listener starts a new one */
+		n = nnotices;
+		notices = NULL;
+		nnotices = notices_cap = 0;
+		pthread_mutex_unlock(&notice_lock);
+		for (size_t i = 0; i < n; i++) {
+			if (batch[i].exited && hooks.leader_exited)
+				hooks.leader_exited(batch[i].pid);
+			else if (!batch[i].exited && hooks.creds_changed)
+				hooks.creds_changed(batch[i].pid);
+		}
+		pthread_mutex_lock(&notice_lock);
+	}
+	pthread_mutex_unlock(&notice_lock);
+	free(batch);
+	return NULL;
+}
+
 static void on_event(const struct proc_event *ev)
 {
 	switch (ev->what) {
@@ -180,28 +248,33 @@ static void on_event(const struct proc_event *ev)
 	case PROC_EVENT_EXIT:
 		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) {
 			tgid_index_exited(ev->event_data.exit.process_tgid);
-			if (hooks.leader_exited)
-				hooks.leader_exited(ev->event_data.exit.process_tgid);
+			queue_notice(1, ev->event_data.exit.process_tgid);
 		}
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
-		if (hooks.creds_changed)
-			hooks.creds_changed(ev->event_data.id.process_tgid);
+		queue_notice(0, ev->event_data.id.process_tgid);
 		break;
 	default:
 		break;
 	}
 }
 
+/* After ENOBUFS the socket still holds events older than the loss; applied
+ * after a rescan they would re-mark pids whose EXIT was lost. So the queue
+ * is discarded first: the rescan reflects everything it held. */
 static void resync_after_loss(void)
 {
+	char buf[65536];
+
 	atomic_fetch_add(&resyncs, 1);
 	log_info("process events lost (ENOBUFS): rescanning the source");
+	for (int i = 0; i < 4096 && (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS); i++)
+		;
 	tgid_index_resync();
 }
 
-/* Reads everything queued; returns -1 when the socket broke. */
+/* Reads and applies everything queued; returns -1 when the socket broke. */
 static int drain(void)
 {
 	char buf[65536] __attribute__((aligned(NLMSG_ALIGNTO)));
@@ -225,6 +298,23 @@ static int drain(void)
 	}
 }
 
+/* Listings wait for queued events to be applied (proc_events_sync): every
+ * process that exists for the caller has its FORK event queued already, so
+ * a listing never misses it. Either events sit in the socket or "applying"
+ * is set until they are in the index. */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static unsigned long applied_batches; /* under sync_lock */
+static _Atomic int applying;
+static int kick_fd = -1;
+
+static int events_pending(void)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	return atomic_load(&applying) || poll(&p, 1, 0) > 0;
+}
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -233,25 +323,84 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+void proc_events_sync(void)
+{
+	struct timespec deadline;
+	uint64_t one = 1;
+
+	if (!running || !events_pending())
+		return;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_nsec += SYNC_WAIT_MS * 1000000L;
+	deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+	deadline.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&sync_lock);
+	while (events_pending()) {
+		unsigned long target = applied_batches + 1;
+
+		if (write(kick_fd, &one, sizeof(one)) < 0)
+			break;
+		while (applied_batches < target)
+			if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline))
+				goto out; /* a stuck listener must not stop listings */
+	}
+out:
+	pthread_mutex_unlock(&sync_lock);
+}
+
+/* Waking for every event would cost forking processes a context switch
+ * each on small machines: after a batch, events gather for a moment unless
+ * a listing asks for them. */
+static void batch_pause(void)
+{
+	struct pollfd p = { .fd = kick_fd, .events = POLLIN };
+
+	poll(&p, 1, BATCH_MS);
+}
+
+static int apply_batch(void)
+{
+	int r;
+
+	atomic_store(&applying, 1);
+	r = drain();
+	atomic_store(&applying, 0);
+	pthread_mutex_lock(&sync_lock);
+	applied_batches++;
+	pthread_cond_broadcast(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
+	return r;
+}
+
 static void *listen_loop(void *unused)
 {
-	struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
-	uint64_t last_sweep = now_ms();
+	struct pollfd p[3] = { { .fd = sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN },
+			       { .fd = kick_fd, .events = POLLIN } };
+	uint64_t last_sweep = now_ms(), count;
 
 	(void)unused;
 	while (!(p[1].revents & POLLIN)) {
-		if (poll(p, 2, SWEEP_MS) < 0 && errno != EINTR)
+		if (poll(p, 3, SWEEP_MS) < 0 && errno != EINTR)
 			break;
-		if ((p[0].revents & POLLIN) && drain() < 0) {
+		if ((p[2].revents & POLLIN) && read(kick_fd, &count, sizeof(count)) < 0)
+			break;
+		if (apply_batch() < 0) {
 			log_err("process events: %s; listing from scans from now on", strerror(errno));
 			tgid_index_set_fallback(100);
 			break;
 		}
+		if ((p[0].revents & POLLIN) && !(p[2].revents & POLLIN))
+			batch_pause();
 		if (now_ms() - last_sweep >= SWEEP_MS) {
 			tgid_index_sweep();
 			last_sweep = now_ms();
 		}
 	}
+	/* Wake any waiting listing for good. */
+	pthread_mutex_lock(&sync_lock);
+	applied_batches = ~0UL >> 1;
+	pthread_cond_broadcast(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
 	return NULL;
 }
 
@@ -260,13 +409,17 @@ int proc_events_run(void)
 	if (sock < 0)
 		return 0;
 	stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (stop_fd < 0)
+	kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (stop_fd < 0 || kick_fd < 0)
 		return -errno;
+	if (pthread_create(&notifier, NULL, notify_loop, NULL))
+		return -EAGAIN;
+	running = 1;
 	if (pthread_create(&thread, NULL, listen_loop, NULL)) {
-		close(stop_fd);
+		running = 0;
+		proc_events_stop();
 		return -EAGAIN;
 	}
-	running = 1;
 	return 0;
 }
 
@@ -275,12 +428,26 @@ void proc_events_stop(void)
 	if (running) {
 		uint64_t one = 1;
 
+		running = 0;
 		if (write(stop_fd, &one, sizeof(one)) < 0)
 			log_err("cannot stop the event listener: %s", strerror(errno));
 		pthread_join(thread, NULL);
-		running = 0;
-		close(stop_fd);
 	}
+	if (kick_fd >= 0) { /* the notifier was started too */
+		pthread_mutex_lock(&notice_lock);
+		notices_closed = 1;
+		pthread_cond_signal(&notice_cond);
+		pthread_mutex_unlock(&notice_lock);
+		pthread_join(notifier, NULL);
+	}
+	if (stop_fd >= 0)
+		close(stop_fd);
+	if (kick_fd >= 0)
+		close(kick_fd);
+	stop_fd = kick_fd = -1;
+	free(notices);
+	notices = NULL;
+	nnotices = notices_cap = 0;
 	close_socket();
 }
 

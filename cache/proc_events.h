@@ -36,6 +36,11 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 int proc_events_run(void);
 void proc_events_stop(void);
 
+/* Applies the events queued so far before a listing is served, so that
+ * every process that exists for the caller is in the index. Cheap (one
+ * poll) when nothing is queued; never waits more than a few tens of ms. */
+void proc_events_sync(void);
+
 /* Counters for tests and the log. */
 unsigned long proc_events_resyncs(void);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache/hbitmap.h"
+#include "cache/pidgen.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
 
@@ -62,13 +63,13 @@ void tgid_index_revived(pid_t tgid)
 	tgid_index_mark(tgid);
 }
 
+/* An exited leader's pid is listed while the source still has it as a
+ * leader: a zombie, or a group whose other threads live on. The pid may
+ * also have been reused meanwhile, by a thread (never listed) or by a new
+ * leader (listed: its FORK event marks it anyway). */
 static int source_has(uint32_t pid)
 {
-	char name[16];
-	struct stat st;
-
-	snprintf(name, sizeof(name), "%u", pid);
-	return fstatat(source_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	return pidgen_is_leader((pid_t)pid);
 }
 
 static int pid_of(const char *name)
@@ -120,9 +121,16 @@ int tgid_index_resync(void)
 	for (p = hbitmap_next(&leaders, 0); p >= 0; p = hbitmap_next(&leaders, (uint32_t)p + 1))
 		if (!(seen[p / 64] >> (p % 64) & 1))
 			unmark((pid_t)p);
+	/* A leader that already exited (a zombie) gets no more events: the scan
+	 * marks it exited so that its reaping is noticed. */
 	for (uint32_t w = 0; w < HBITMAP_L0; w++)
-		for (uint64_t bits = seen[w]; bits; bits &= bits - 1)
-			tgid_index_mark((pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits)));
+		for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
+			pid_t pid = (pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits));
+
+			tgid_index_mark(pid);
+			if (pidgen_exited(pid))
+				tgid_index_exited(pid);
+		}
 	free(seen);
 	return 0;
 }

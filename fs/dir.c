@@ -57,13 +57,15 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Converts source entries into the reply until it is full; the next
  * request resumes at the d_off of the last entry that fitted. */
-static ssize_t fill_entries(fuse_req_t req, int fd, char *out, size_t size)
+static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char *out, size_t size)
 {
 	__do_free char *raw = malloc(size);
+	struct dedup_listing dl;
 	size_t used = 0;
 
 	if (!raw)
 		return -ENOMEM;
+	dedup_listing_init(dir, &dl);
 	for (;;) {
 		ssize_t got = getdents64(fd, raw, size);
 
@@ -73,7 +75,8 @@ static ssize_t fill_entries(fuse_req_t req, int fd, char *out, size_t size)
 			return (ssize_t)used;
 		for (ssize_t pos = 0; pos < got;) {
 			struct dirent64 *de = (struct dirent64 *)(raw + pos);
-			struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)de->d_type << 12 };
+			unsigned char type = dedup_dtype(&dl, de->d_name, de->d_type);
+			struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)type << 12 };
 			size_t need = fuse_add_direntry(req, out + used, size - used, de->d_name, &st,
 							de->d_off);
 
@@ -104,7 +107,7 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	else if (lseek(h->fd, off, SEEK_SET) < 0)
 		used = -errno;
 	else
-		used = fill_entries(req, h->fd, out, size);
+		used = fill_entries(req, node_from_ino(ino), h->fd, out, size);
 	pthread_mutex_unlock(&h->lock);
 	caller_leave();
 	if (used < 0)

@@ -64,10 +64,14 @@ int node_stat(struct node *n, struct stat *st)
 
 	if (n->kind == NODE_LINK_TARGET)
 		return link_target_stat(n, st);
-	if (fstatat(pf.srcfd, n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+	if (fstatat(pf.srcfd, n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) {
 		r = -errno;
-	else /* a name that changed nature is another entry now */
+	} else {
+		if (n->kind == NODE_DEDUP_LINK)
+			dedup_link_attr(n, st);
+		/* a name that changed nature is another entry now */
 		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
+	}
 	if (node_alive(n))
 		return gone_stat(n, st, 1);
 	if (r == -ENOENT && n->kind == NODE_MIRROR)
@@ -145,6 +149,14 @@ static double attr_timeout_for(const struct node *n)
 	return pf.attr_timeout;
 }
 
+#define DEDUP_RECHECK_S 1.0
+
+static int dedup_candidate(const struct node *p, const char *name)
+{
+	return !strcmp(name, "fd") || !strcmp(name, "fdinfo") ||
+	       (!strcmp(name, "task") && p->owner.pid && !strchr(p->path, '/'));
+}
+
 static struct node *find_same(struct node *p, const char *name, enum node_kind kind,
 			      mode_t type, uint64_t gen)
 {
@@ -181,6 +193,8 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 		}
 		if (is_caller_link(p, name))
 			kind = NODE_CALLER_LINK;
+		else if (S_ISDIR(st.st_mode) && dedup_child(p, name, &owner.tgid))
+			kind = NODE_DEDUP_LINK;
 	} else {
 		r = -errno;
 		if (r != -ENOENT || !link_target_name(name))
@@ -189,17 +203,26 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 			return r;
 		kind = NODE_LINK_TARGET;
 	}
-	n = find_same(p, name, kind, st.st_mode, owner.gen);
-	if (!n)
+	n = find_same(p, name, kind, kind == NODE_DEDUP_LINK ? S_IFLNK : st.st_mode, owner.gen);
+	if (!n) {
+		if (kind == NODE_DEDUP_LINK)
+			st.st_mode = S_IFLNK;
 		n = node_insert(p, name, kind, path, &st, &owner);
+	}
 	if (!n)
 		return -ENOMEM;
+	if (kind == NODE_DEDUP_LINK)
+		dedup_link_attr(n, &st);
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = attr_timeout_for(n);
 	e->entry_timeout = name_is_volatile(p, name, kind) ? 0 : pf.entry_timeout;
+	/* Whether a thread shares its leader's files is asked again soon: a
+	 * thread that unshares gets its own directory within a second. */
+	if ((kind == NODE_DEDUP_LINK || dedup_candidate(p, name)) && e->entry_timeout > DEDUP_RECHECK_S)
+		e->entry_timeout = DEDUP_RECHECK_S;
 	return 0;
 }
 

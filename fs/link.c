@@ -164,6 +164,8 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	caller_load(req, &c);
 	if (n->kind == NODE_CALLER_LINK) {
 		r = read_caller_link(n, &c, buf, sizeof(buf));
+	} else if (n->kind == NODE_DEDUP_LINK) {
+		r = node_alive(n) ?: dedup_link_text(n, buf, sizeof(buf));
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
 	} else if (!(r = caller_enter(&c))) {

@@ -63,6 +63,7 @@ static int setup(const struct options *o)
 {
 	pf.source = o->source;
 	pf.read_only = o->read_only;
+	pf.no_dedup = o->no_dedup;
 	pf.entry_timeout = o->entry_timeout;
 	pf.attr_timeout = o->attr_timeout;
 	pf.srcfd = open_source(o->source);

@@ -15,6 +15,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "events=%s", offsetof(struct options, events), 0 },
 	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
 	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
+	{ "nodedup", offsetof(struct options, no_dedup), 1 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
@@ -88,6 +89,7 @@ void options_help(void)
 	       "    -o source=DIR          procfs to mirror (default /proc)\n"
 	       "    -o ro                  refuse every write\n"
 	       "    -o noallow_other       serve only the mounting user (default for root: all users)\n"
+	       "    -o nodedup             threads' fd/, fdinfo/ and task/ as directories, as in /proc\n"
 	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
 	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
 	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n"

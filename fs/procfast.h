@@ -16,6 +16,7 @@ struct procfast {
 	int srcfd;           /* its root, O_PATH */
 	int selfproc;        /* the daemon's own /proc, for facts about callers */
 	int read_only;
+	int no_dedup;        /* -o nodedup: the kernel's layout for thread fd/ */
 	double entry_timeout; /* kernel cache lifetimes, for what may be cached */
 	double attr_timeout;
 };
@@ -42,6 +43,19 @@ int link_target_find(const struct node *dir, const char *name, char *path, size_
 /* Attributes of a link target as the kernel may accept them (see link.c). */
 int link_target_stat(const struct node *n, struct stat *st);
 void link_target_fixup(struct stat *st);
+
+/* Thread fd/, fdinfo/ and task/ as links (dedup.c). dedup_child says
+ * whether dir/name is served as a link; for "task" it sets *tgid. */
+int dedup_child(const struct node *dir, const char *name, pid_t *tgid);
+int dedup_link_text(const struct node *n, char *buf, size_t len);
+void dedup_link_attr(const struct node *n, struct stat *st);
+
+struct dedup_listing {
+	int files_link; /* fd and fdinfo listed as links */
+	int task_link;  /* task listed as a link */
+};
+void dedup_listing_init(const struct node *dir, struct dedup_listing *dl);
+unsigned char dedup_dtype(const struct dedup_listing *dl, const char *name, unsigned char type);
 
 /* The root listing from the TGID index (root_dir.c). */
 int root_dir_init(void);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
@@ -109,6 +110,7 @@ size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
 			 statics[i].next))
 			return used;
 	tgid_index_refresh();
+	proc_events_sync();
 	for (int64_t tgid = tgid_index_next(off > TGID_OFFSET ? (uint32_t)(off - TGID_OFFSET) : 0);
 	     tgid >= 0; tgid = tgid_index_next((uint32_t)tgid + 1)) {
 		snprintf(name, sizeof(name), "%lld", (long long)tgid);

@@ -231,6 +231,26 @@ def test_forced_enobufs_rescans(mount_with):
     assert_matches(m)
 
 
+def test_enobufs_with_stale_queued_fork(mount_with):
+    """Deterministic ENOBUFS: the listener is stopped while a process starts (its FORK
+    event is queued), a burst overflows the socket, and the process exits (its EXIT
+    event is lost). After the rescan the process must not be listed."""
+    m = mount_with("event_rcvbuf=4096")
+    os.kill(m.proc.pid, signal.SIGSTOP)
+    try:
+        s = subprocess.Popen(["sleep", "600"])
+        fork_burst(1000)
+        s.kill()
+        s.wait()
+    finally:
+        os.kill(m.proc.pid, signal.SIGCONT)
+    wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
+    time.sleep(0.5)
+    assert s.pid not in pids_of(m.path), \
+        "pid %d listed after it exited (its stale FORK event was applied after the rescan)" % s.pid
+    assert_matches(m)
+
+
 def test_fallback_mode(mount_with, threads):
     m = mount_with("events=off", "scan_lifetime=100")
     assert "process index: scan" in m.output(), m.output()

@@ -1,0 +1,115 @@
+/* Per-thread fd/ and fdinfo/ as links to the leader's (seeds/004).
+ *
+ * Every /proc/PID/task/TID/fd is a full copy of the leader's table although
+ * the threads share one files_struct: walking a process with 1,000 threads
+ * and 1,000 files visits two million entries. While a thread's file table is
+ * the leader's (kcmp KCMP_FILES == 0), its fd and fdinfo are symlinks with
+ * the text "../../fd" / "../../fdinfo"; a thread with its own table (after
+ * unshare(CLONE_FILES)) keeps real directories. A non-leader thread looked up
+ * at the root shows "task" as a link to "../TGID/task", so walking it does
+ * not build a second copy of every thread. kcmp runs as the caller: where it
+ * is refused, real directories are served (correctness first).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/kcmp.h>
+
+#include "fs/cleanup.h"
+#include "fs/procfast.h"
+
+/* "P/task/T" → P and T. */
+static int thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid)
+{
+	int end = 0;
+
+	return dir->kind == NODE_MIRROR && sscanf(dir->path, "%d/task/%d%n", tgid, tid, &end) == 2 &&
+	       dir->path[end] == '\0';
+}
+
+static int shares_files(pid_t a, pid_t b)
+{
+	return syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0) == 0;
+}
+
+/* The thread group of a thread id looked up at the root; 0 for a leader. */
+static pid_t group_of_thread(const struct node *dir)
+{
+	char path[48], buf[1024], *line;
+	__do_close int fd = -1;
+	ssize_t n;
+	int pidfd;
+
+	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid)
+		return 0;
+	pidfd = (int)syscall(SYS_pidfd_open, dir->owner.pid, 0);
+	if (pidfd >= 0) { /* only a leader has a thread-group pidfd */
+		close(pidfd);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/status", dir->path);
+	fd = openat(pf.srcfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	line = strstr(buf, "\nTgid:");
+	return line ? (pid_t)atoi(line + 6) : 0;
+}
+
+static int files_name(const char *name)
+{
+	return !strcmp(name, "fd") || !strcmp(name, "fdinfo");
+}
+
+int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
+{
+	pid_t p, t;
+
+	if (pf.no_dedup)
+		return 0;
+	if (files_name(name) && thread_dir(dir, &p, &t))
+		return shares_files(p, t);
+	if (!strcmp(name, "task") && (*tgid = group_of_thread(dir)))
+		return 1;
+	return 0;
+}
+
+int dedup_link_text(const struct node *n, char *buf, size_t len)
+{
+	int r = files_name(n->name) ? snprintf(buf, len, "../../%s", n->name)
+				    : snprintf(buf, len, "../%d/task", n->owner.tgid);
+
+	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A link's attributes from its directory's: owner and times stay. */
+void dedup_link_attr(const struct node *n, struct stat *st)
+{
+	char text[64];
+
+	st->st_mode = S_IFLNK | 0777;
+	st->st_nlink = 1;
+	st->st_size = dedup_link_text(n, text, sizeof(text)) ? 0 : (off_t)strlen(text);
+	st->st_blocks = 0;
+}
+
+void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
+{
+	pid_t p, t;
+
+	dl->files_link = !pf.no_dedup && thread_dir(dir, &p, &t) && shares_files(p, t);
+	dl->task_link = !pf.no_dedup && group_of_thread(dir) != 0;
+}
+
+unsigned char dedup_dtype(const struct dedup_listing *dl, const char *name, unsigned char type)
+{
+	if ((dl->files_link && files_name(name)) || (dl->task_link && !strcmp(name, "task")))
+		return DT_LNK;
+	return type;
+}
