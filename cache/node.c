@@ -1,6 +1,7 @@
 #include "cache/node.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -215,6 +216,20 @@ void node_forget(struct node *n, uint64_t count)
 	if (!cds_lfht_del(table, &n->by_name))
 		call_rcu(&n->rcu, node_free_rcu);
 	rcu_read_unlock();
+}
+
+/* Freed nodes stay in glibc's per-thread arenas; once many are gone (a big
+ * process exited), give the memory back so the daemon returns to its idle
+ * size. */
+void node_table_trim(void)
+{
+	static long trimmed_at;
+	long now = node_count();
+
+	if (trimmed_at - now > 1000)
+		malloc_trim(0);
+	if (now < trimmed_at - 1000 || now > trimmed_at)
+		trimmed_at = now;
 }
 
 long node_count(void)

@@ -33,6 +33,7 @@ struct node {
 	uint64_t parent_serial;
 	enum node_kind kind;
 	mode_t type;             /* S_IFMT the kernel was told; fixed for life */
+	unsigned char cache;     /* what the kernel may cache (fs/entry.c) */
 	/* Last attributes seen: procfs still answers fstat() on an open file
 	 * whose entry or process is gone. */
 	mode_t mode;
@@ -91,6 +92,10 @@ static inline uint64_t node_ino(const struct node *n)
 /* Registers the calling thread with RCU once (libfuse makes and ends worker
  * threads on its own); unregistered when the thread exits. */
 void rcu_thread_register_once(void);
+
+/* Returns freed memory to the system after many nodes went; called
+ * periodically from one thread. */
+void node_table_trim(void);
 
 /* Number of live nodes, for status and leak checks. */
 long node_count(void);

@@ -17,6 +17,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 
+#include "cache/node.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 
@@ -393,6 +394,7 @@ static void *listen_loop(void *unused)
 			batch_pause();
 		if (now_ms() - last_sweep >= SWEEP_MS) {
 			tgid_index_sweep();
+			node_table_trim();
 			last_sweep = now_ms();
 		}
 	}

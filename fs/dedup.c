@@ -7,8 +7,10 @@
  * the text "../../fd" / "../../fdinfo"; a thread with its own table (after
  * unshare(CLONE_FILES)) keeps real directories. A non-leader thread looked up
  * at the root shows "task" as a link to "../TGID/task", so walking it does
- * not build a second copy of every thread. kcmp runs as the caller: where it
- * is refused, real directories are served (correctness first).
+ * not build a second copy of every thread. A thread's net/ (about half of
+ * what is left of a thread's directory) links to the leader's while both
+ * are in one network namespace. The checks run as the caller: where they
+ * are refused, real directories are served (correctness first).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,14 +69,35 @@ static int files_name(const char *name)
 	return !strcmp(name, "fd") || !strcmp(name, "fdinfo");
 }
 
+/* A thread's net/ is its network namespace's view, the leader's while both
+ * are in one namespace: then it is a link too ("../../net"). */
+static int same_netns(pid_t p, pid_t t)
+{
+	char a[64], b[64], path[64];
+	ssize_t la, lb;
+
+	snprintf(path, sizeof(path), "%d/ns/net", p);
+	la = readlinkat(pf.srcfd, path, a, sizeof(a));
+	snprintf(path, sizeof(path), "%d/task/%d/ns/net", p, t);
+	lb = readlinkat(pf.srcfd, path, b, sizeof(b));
+	return la > 0 && la == lb && !memcmp(a, b, (size_t)la);
+}
+
+static int linked_in_thread(pid_t p, pid_t t, const char *name)
+{
+	if (files_name(name))
+		return shares_files(p, t);
+	return !strcmp(name, "net") && same_netns(p, t);
+}
+
 int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
 {
 	pid_t p, t;
 
 	if (pf.no_dedup)
 		return 0;
-	if (files_name(name) && thread_dir(dir, &p, &t))
-		return shares_files(p, t);
+	if ((files_name(name) || !strcmp(name, "net")) && thread_dir(dir, &p, &t))
+		return linked_in_thread(p, t, name);
 	if (!strcmp(name, "task") && (*tgid = group_of_thread(dir)))
 		return 1;
 	return 0;
@@ -82,8 +105,8 @@ int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
 
 int dedup_link_text(const struct node *n, char *buf, size_t len)
 {
-	int r = files_name(n->name) ? snprintf(buf, len, "../../%s", n->name)
-				    : snprintf(buf, len, "../%d/task", n->owner.tgid);
+	int r = strcmp(n->name, "task") ? snprintf(buf, len, "../../%s", n->name)
+					: snprintf(buf, len, "../%d/task", n->owner.tgid);
 
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
@@ -103,13 +126,17 @@ void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
 {
 	pid_t p, t;
 
-	dl->files_link = !pf.no_dedup && thread_dir(dir, &p, &t) && shares_files(p, t);
+	int thread = !pf.no_dedup && thread_dir(dir, &p, &t);
+
+	dl->files_link = thread && shares_files(p, t);
+	dl->net_link = thread && same_netns(p, t);
 	dl->task_link = !pf.no_dedup && group_of_thread(dir) != 0;
 }
 
 unsigned char dedup_dtype(const struct dedup_listing *dl, const char *name, unsigned char type)
 {
-	if ((dl->files_link && files_name(name)) || (dl->task_link && !strcmp(name, "task")))
+	if ((dl->files_link && files_name(name)) || (dl->net_link && !strcmp(name, "net")) ||
+	    (dl->task_link && !strcmp(name, "task")))
 		return DT_LNK;
 	return type;
 }

@@ -74,7 +74,7 @@ int node_stat(struct node *n, struct stat *st)
 	}
 	if (node_alive(n))
 		return gone_stat(n, st, 1);
-	if (r == -ENOENT && n->kind == NODE_MIRROR)
+	if (r == -ENOENT && n->kind == NODE_MIRROR && n->type != S_IFLNK) /* can be held open */
 		return gone_stat(n, st, 0);
 	if (!r)
 		node_remember(n, st);
@@ -121,39 +121,72 @@ static int link_target_name(const char *name)
 	return strchr(name, ':') != NULL;
 }
 
-/* Names that come and go while their directory lives (pids, tids, fds,
- * mappings, link targets) are checked with the source on every path walk;
- * the others are fixed for the life of their directory and may be cached.
- * A cached name of a process that exited still fails at once: every
- * operation on it checks the process generation. */
-static int name_is_volatile(const struct node *parent, const char *name, enum node_kind kind)
+/* What the kernel may cache about a name and its attributes.
+ *
+ * Names fixed for the life of their directory (a process's "status", "sys/"
+ * entries) are cached, present or absent. Names that come and go while
+ * their directory lives are asked every time (tids, fdinfo/N, mappings),
+ * except:
+ *  - a pid at the root, cached while its leader lives: its exit event drops
+ *    it (invalidate.c);
+ *  - fd/N, a link whose text is always read afresh: the name may be cached
+ *    but not its attributes (lstat gives the fd's current open mode);
+ *  - a link target whose text names one object ("socket:[N]"): that object's
+ *    attributes do not change. "anon_inode:[eventfd]" names many objects.
+ * Nothing is cached inside a process that exited (a zombie, or a leader
+ * whose threads live on): no event will come for its reaping. A cached name
+ * of a process that exited still fails at once: every operation checks the
+ * process generation. */
+enum cache_class {
+	CACHE_ALL,       /* name (present or absent) and attributes */
+	CACHE_NAME,      /* the present name only */
+	CACHE_NAME_ONLY, /* the present name, attributes asked every time */
+	CACHE_NONE,
+};
+
+static int one_object_target(const char *name)
+{
+	const char *open = strstr(name, ":[");
+
+	return open && strncmp(name, "anon_inode:", 11) && open[2] >= '0' && open[2] <= '9';
+}
+
+static enum cache_class cache_class(const struct node *parent, const char *name, enum node_kind kind)
 {
 	if (kind == NODE_LINK_TARGET || link_target_name(name))
-		return 1;
+		return one_object_target(name) ? CACHE_NAME : CACHE_NONE;
 	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
-		/* A leader's name is dropped by its exit event (invalidate.c);
-		 * thread ids and absent pids are asked every time. */
-		return !process_cacheable(pid_name(name));
-	/* Inside a process that exited (a zombie, or a leader whose threads
-	 * live on) nothing is cached: no exit event will come for its reaping. */
+		return process_cacheable(pid_name(name)) ? CACHE_NAME : CACHE_NONE;
 	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
-		return 1;
-	return parent->owner.pid && (!strcmp(parent->name, "fd") || !strcmp(parent->name, "fdinfo") ||
-			       !strcmp(parent->name, "map_files") || !strcmp(parent->name, "task"));
+		return CACHE_NONE;
+	if (!parent->owner.pid)
+		return CACHE_ALL;
+	if (!strcmp(parent->name, "fd"))
+		return CACHE_NAME_ONLY;
+	if (!strcmp(parent->name, "fdinfo") || !strcmp(parent->name, "map_files") ||
+	    !strcmp(parent->name, "task"))
+		return CACHE_NONE;
+	return CACHE_ALL;
 }
 
 static double attr_timeout_for(const struct node *n)
 {
-	if (n->kind == NODE_LINK_TARGET || (n->owner.tgid && !process_cacheable(n->owner.tgid)))
+	if (n->cache == CACHE_NONE || n->cache == CACHE_NAME_ONLY ||
+	    (n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
+}
+
+static double entry_timeout_for(enum cache_class class)
+{
+	return class == CACHE_NONE ? 0 : pf.entry_timeout;
 }
 
 #define DEDUP_RECHECK_S 1.0
 
 static int dedup_candidate(const struct node *p, const char *name)
 {
-	return !strcmp(name, "fd") || !strcmp(name, "fdinfo") ||
+	return !strcmp(name, "fd") || !strcmp(name, "fdinfo") || !strcmp(name, "net") ||
 	       (!strcmp(name, "task") && p->owner.pid && !strchr(p->path, '/'));
 }
 
@@ -211,6 +244,7 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 	}
 	if (!n)
 		return -ENOMEM;
+	n->cache = cache_class(p, name, kind);
 	if (kind == NODE_DEDUP_LINK)
 		dedup_link_attr(n, &st);
 	memset(e, 0, sizeof(*e));
@@ -218,7 +252,7 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = attr_timeout_for(n);
-	e->entry_timeout = name_is_volatile(p, name, kind) ? 0 : pf.entry_timeout;
+	e->entry_timeout = entry_timeout_for(n->cache);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. */
 	if ((kind == NODE_DEDUP_LINK || dedup_candidate(p, name)) && e->entry_timeout > DEDUP_RECHECK_S)
@@ -240,7 +274,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return reply_err(req, r);
 	r = lookup_child(p, name, &e);
 	caller_leave();
-	if (r == -ENOENT && !name_is_volatile(p, name, NODE_MIRROR)) {
+	if (r == -ENOENT && cache_class(p, name, NODE_MIRROR) == CACHE_ALL) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = pf.entry_timeout;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ static int setup(const struct options *o)
 	return 0;
 }
 
+#define IDLE_WORKERS 4
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
@@ -98,8 +101,10 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 	if (!cfg)
 		return -1;
 	fuse_loop_cfg_set_clone_fd(cfg, cmd->clone_fd);
-	if (cmd->max_idle_threads != UINT_MAX) /* UINT_MAX: not given */
-		fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads);
+	/* Idle workers keep their stacks and malloc arenas: few are kept, so the
+	 * daemon shrinks back after a burst (UINT_MAX: the option not given). */
+	fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads != UINT_MAX ? cmd->max_idle_threads
+									       : IDLE_WORKERS);
 	if (cmd->max_threads && cmd->max_threads <= 100000) /* else libfuse's default */
 		fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
 	r = fuse_session_loop_mt(se, cfg);
@@ -135,6 +140,9 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "procfast: no mount point given (see --help)\n");
 		goto out;
 	}
+	/* Two malloc arenas: worker threads come and go, and one arena each
+	 * would keep their freed memory from the system. */
+	mallopt(M_ARENA_MAX, 2);
 	if (setup(&o))
 		goto out;
 	events.disabled = o.events && !strcmp(o.events, "off");

@@ -52,6 +52,7 @@ void dedup_link_attr(const struct node *n, struct stat *st);
 
 struct dedup_listing {
 	int files_link; /* fd and fdinfo listed as links */
+	int net_link;   /* net listed as a link */
 	int task_link;  /* task listed as a link */
 };
 void dedup_listing_init(const struct node *dir, struct dedup_listing *dl);

@@ -214,9 +214,18 @@ def test_non_leader_thread_execve(mnt, threads):
 def test_forced_enobufs_rescans(mount_with):
     m = mount_with("event_rcvbuf=4096")
     assert "process index: events" in m.output()
+    # The daemon is stopped during the burst so that the socket overflows
+    # whatever the machine's speed (a sanitizer build forks slowly).
     for _ in range(5):
-        fork_burst(1500, parallel=2)
-        if "process events lost (ENOBUFS): rescanning the source" in m.output():
+        os.kill(m.proc.pid, signal.SIGSTOP)
+        try:
+            fork_burst(1500, parallel=2)
+        finally:
+            os.kill(m.proc.pid, signal.SIGCONT)
+        deadline = time.time() + 3
+        while "process events lost (ENOBUFS)" not in m.output() and time.time() < deadline:
+            time.sleep(0.05)
+        if "process events lost (ENOBUFS)" in m.output():
             break
     assert "process events lost (ENOBUFS): rescanning the source" in m.output(), m.output()
     time.sleep(0.3)
