@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cache/procfile.h"
 #include "fs/cleanup.h"
 
 #ifndef PIDFD_THREAD
@@ -69,20 +70,11 @@ static int gen_from_pidfd(pid_t pid, uint64_t *gen)
  * parse from the last ')'. */
 static int gen_from_stat(pid_t pid, uint64_t *gen)
 {
-	char path[32], buf[1024];
-	ssize_t len;
-	__do_close int fd = -1;
-	char *p;
+	char buf[1024], *p;
 	unsigned long long start;
 
-	snprintf(path, sizeof(path), "%d/stat", pid);
-	fd = openat(source_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
 		return -ENOENT;
-	len = read(fd, buf, sizeof(buf) - 1);
-	if (len <= 0)
-		return -ENOENT;
-	buf[len] = '\0';
 	p = strrchr(buf, ')');
 	if (!p)
 		return -ENOENT;
@@ -110,16 +102,10 @@ static int exited_by_pidfd(pid_t pid)
 
 static int exited_by_stat(pid_t pid)
 {
-	char path[32], buf[512];
-	__do_close int fd = -1;
-	ssize_t len;
-	char *p;
+	char buf[512], *p;
 
-	snprintf(path, sizeof(path), "%d/stat", pid);
-	fd = openat(source_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) <= 0)
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
 		return 1;
-	buf[len] = '\0';
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
@@ -132,21 +118,12 @@ int pidgen_exited(pid_t pid)
 /* Only a leader has a thread-group pidfd; elsewhere ask its status. */
 int pidgen_is_leader(pid_t pid)
 {
-	char path[32], buf[1024], *line;
-	__do_close int fd = -1;
-	ssize_t len;
-
 	if (use_pidfs) {
-		fd = pidfd_open_any(pid, 0);
+		__do_close int fd = pidfd_open_any(pid, 0);
+
 		return fd >= 0;
 	}
-	snprintf(path, sizeof(path), "%d/status", pid);
-	fd = openat(source_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) <= 0)
-		return 0;
-	buf[len] = '\0';
-	line = strstr(buf, "\nTgid:");
-	return line && atoi(line + 6) == pid;
+	return procfile_tgid(source_fd, pid) == pid;
 }
 
 int pidgen_get(pid_t pid, uint64_t *gen)

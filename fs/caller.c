@@ -11,7 +11,7 @@
 
 #include <linux/capability.h>
 
-#include "fs/cleanup.h"
+#include "cache/procfile.h"
 #include "fs/group_cache.h"
 #include "fs/log.h"
 
@@ -72,18 +72,10 @@ static void parse_groups(struct caller *c, char *s)
  * groups (the request header has only pid, fsuid and fsgid). */
 static int load_status(struct caller *c)
 {
-	char path[48], buf[4096];
-	__do_close int fd = -1;
-	ssize_t len;
+	char buf[4096];
 
-	snprintf(path, sizeof(path), "%d/status", c->tid);
-	fd = openat(self_proc, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	if (len <= 0)
-		return -EIO;
-	buf[len] = '\0';
+	if (procfile_read(self_proc, c->tid, "status", buf, sizeof(buf)) <= 0)
+		return -ENOENT;
 	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (!strncmp(line, "Tgid:", 5))
 			c->tgid = (pid_t)atoi(line + 5);

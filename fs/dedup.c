@@ -23,7 +23,7 @@
 
 #include <linux/kcmp.h>
 
-#include "fs/cleanup.h"
+#include "cache/procfile.h"
 #include "fs/procfast.h"
 
 /* "P/task/T" → P and T. */
@@ -43,9 +43,6 @@ static int shares_files(pid_t a, pid_t b)
 /* The thread group of a thread id looked up at the root; 0 for a leader. */
 static pid_t group_of_thread(const struct node *dir)
 {
-	char path[48], buf[1024], *line;
-	__do_close int fd = -1;
-	ssize_t n;
 	int pidfd;
 
 	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid)
@@ -55,13 +52,7 @@ static pid_t group_of_thread(const struct node *dir)
 		close(pidfd);
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/status", dir->path);
-	fd = openat(pf.srcfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	line = strstr(buf, "\nTgid:");
-	return line ? (pid_t)atoi(line + 6) : 0;
+	return procfile_tgid(pf.srcfd, dir->owner.pid);
 }
 
 static int files_name(const char *name)

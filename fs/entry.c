@@ -468,8 +468,9 @@ void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	free(buf);
 }
 
-void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		 size_t size, int flags)
+/* setxattr and removexattr: procfs refuses both, in its own words. */
+static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags, int remove)
 {
 	char abs[PATH_MAX], *unused;
 	int r;
@@ -478,23 +479,20 @@ void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 		return reply_err(req, -EROFS);
 	if ((r = xattr_path(req, ino, 0, abs, &unused)))
 		return reply_err(req, r);
-	r = lsetxattr(abs, name, value, size, flags) ? -errno : 0;
+	r = (remove ? lremovexattr(abs, name) : lsetxattr(abs, name, value, size, flags)) ? -errno : 0;
 	caller_leave();
 	reply_err(req, r);
 }
 
+void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		 size_t size, int flags)
+{
+	change_xattr(req, ino, name, value, size, flags, 0);
+}
+
 void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	char abs[PATH_MAX], *unused;
-	int r;
-
-	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = xattr_path(req, ino, 0, abs, &unused)))
-		return reply_err(req, r);
-	r = lremovexattr(abs, name) ? -errno : 0;
-	caller_leave();
-	reply_err(req, r);
+	change_xattr(req, ino, name, NULL, 0, 0, 1);
 }
 
 void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)

@@ -14,17 +14,11 @@ import time
 
 import pytest
 
-from conftest import Mount
-
 
 @pytest.fixture(scope="module")
-def mnt():
-    """These comparisons are with the kernel's own layout, so threads' fd/ and fdinfo/
-    are directories here (-o nodedup); the default layout, where they are links to the
-    leader's, is compared in test_dedup.py."""
-    m = Mount(["nodedup"])
-    yield m
-    m.close()
+def mnt(kernel_layout_mnt):
+    """Comparisons with the kernel's own layout (see conftest.kernel_layout_mnt)."""
+    return kernel_layout_mnt
 
 libc = ctypes.CDLL(None, use_errno=True)
 SYS_getdents64 = 217  # x86_64

@@ -17,17 +17,13 @@ import threading
 
 import pytest
 
-from conftest import Mount, start_victim
+from conftest import start_victim
 
 
 @pytest.fixture(scope="module")
-def mnt():
-    """These comparisons are with the kernel's own layout, so threads' fd/ and fdinfo/
-    are directories here (-o nodedup); the default layout, where they are links to the
-    leader's, is compared in test_dedup.py."""
-    m = Mount(["nodedup"])
-    yield m
-    m.close()
+def mnt(kernel_layout_mnt):
+    """Comparisons with the kernel's own layout (see conftest.kernel_layout_mnt)."""
+    return kernel_layout_mnt
 
 TRIES = 6           # sandwich rounds before a stable mismatch fails
 READ_CAP = 1 << 20  # pagemap never reaches EOF: compare its first MiB only

@@ -1,0 +1,13 @@
+/* Small reads of a process's files (stat, status) in a procfs. */
+#ifndef PROCFAST_PROCFILE_H
+#define PROCFAST_PROCFILE_H
+
+#include <sys/types.h>
+
+/* Reads procfs_fd's "PID/name" into buf, NUL-terminated; its length, or -1. */
+ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len);
+
+/* The "Tgid:" of PID/status, or 0. */
+pid_t procfile_tgid(int procfs_fd, pid_t pid);
+
+#endif
