@@ -552,6 +552,59 @@ def test_pid_reuse_through_old_handle(mnt):
             os.close(fd)
 
 
+def start_with_pid(pid, argv):
+    """Starts argv as process `pid` (kernel.ns_last_pid), or returns None if another
+    process took that pid first."""
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid - 1))
+    p = subprocess.Popen(argv)
+    if p.pid == pid:
+        return p
+    p.kill()
+    p.wait()
+    return None
+
+
+def test_pid_reused_by_new_process(mnt):
+    """The pid of an exited process is given to a new one. Handles and directory fds of
+    the old process must not reach the new one (/proc answers for the old struct pid),
+    and a fresh path lookup must reach the new one."""
+    for _ in range(10):
+        old = subprocess.Popen(["sleep", "3600"])
+        time.sleep(0.05)
+        held = {b: (os.open(os.path.join(b, str(old.pid), "cmdline"), os.O_RDONLY),
+                    os.open(os.path.join(b, str(old.pid)), os.O_RDONLY | os.O_DIRECTORY))
+                for b in ("/proc", mnt.path)}
+        before = open(mnt.p(old.pid, "cmdline"), "rb").read()
+        old.kill()
+        old.wait()
+        new = start_with_pid(old.pid, ["sleep", "3599"])
+        if new:
+            break
+        for fd, dfd in held.values():
+            os.close(fd)
+            os.close(dfd)
+    assert new, "could not reuse a pid"
+    try:
+        assert before == b"sleep\x003600\x00"
+        seen = {}
+        for b in ("/proc", mnt.path):
+            fd, dfd = held[b]
+            seen[b] = (outcome(os.pread, fd, 4096, 0),
+                       outcome(lambda: open(os.open("cmdline", os.O_RDONLY, dir_fd=dfd),
+                                            "rb").read()))
+            os.close(fd)
+            os.close(dfd)
+        assert seen[mnt.path] == seen["/proc"], seen
+        held = seen
+        assert b"3599" not in repr(held[mnt.path]).encode()
+        with open(mnt.p(new.pid, "cmdline"), "rb") as f:
+            assert f.read() == b"sleep\x003599\x00"
+    finally:
+        new.kill()
+        new.wait()
+
+
 # --------------------------------------------------------------------------- namespace ops
 
 def test_namespace_changes_refused(mnt):
