@@ -26,13 +26,20 @@
 #include "cache/procfile.h"
 #include "fs/procfast.h"
 
-/* "P/task/T" → P and T. */
-static int thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid)
+/* "P/task/T" → P and T (either may be NULL). */
+int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid)
 {
+	pid_t p, t;
 	int end = 0;
 
-	return dir->kind == NODE_MIRROR && sscanf(dir->path, "%d/task/%d%n", tgid, tid, &end) == 2 &&
-	       dir->path[end] == '\0';
+	if (dir->kind != NODE_MIRROR || sscanf(dir->path, "%d/task/%d%n", &p, &t, &end) != 2 ||
+	    dir->path[end] != '\0')
+		return 0;
+	if (tgid)
+		*tgid = p;
+	if (tid)
+		*tid = t;
+	return 1;
 }
 
 static int shares_files(pid_t a, pid_t b)
@@ -87,7 +94,7 @@ int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
 
 	if (pf.no_dedup)
 		return 0;
-	if ((files_name(name) || !strcmp(name, "net")) && thread_dir(dir, &p, &t))
+	if ((files_name(name) || !strcmp(name, "net")) && node_is_thread_dir(dir, &p, &t))
 		return linked_in_thread(p, t, name);
 	if (!strcmp(name, "task") && (*tgid = group_of_thread(dir)))
 		return 1;
@@ -117,7 +124,7 @@ void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
 {
 	pid_t p, t;
 
-	int thread = !pf.no_dedup && thread_dir(dir, &p, &t);
+	int thread = !pf.no_dedup && node_is_thread_dir(dir, &p, &t);
 
 	dl->files_link = thread && shares_files(p, t);
 	dl->net_link = thread && same_netns(p, t);

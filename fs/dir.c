@@ -104,6 +104,8 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	pthread_mutex_lock(&h->lock);
 	if (ino == FUSE_ROOT_ID)
 		used = (ssize_t)root_dir_fill(req, out, size, off);
+	else if (thread_dir_listed(node_from_ino(ino)))
+		used = thread_dir_fill(req, node_from_ino(ino), out, size, off);
 	else if (lseek(h->fd, off, SEEK_SET) < 0)
 		used = -errno;
 	else

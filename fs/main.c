@@ -62,6 +62,8 @@ static int source_in_our_pid_ns(int srcfd)
 
 static int setup(const struct options *o)
 {
+	int same_ns;
+
 	pf.source = o->source;
 	pf.read_only = o->read_only;
 	pf.no_dedup = o->no_dedup;
@@ -79,9 +81,11 @@ static int setup(const struct options *o)
 	 * caller's per request. */
 	if (geteuid() == 0 && setgroups(0, NULL))
 		log_warn("setgroups: %s", strerror(errno));
-	pidgen_init(pf.srcfd, source_in_our_pid_ns(pf.srcfd));
+	same_ns = source_in_our_pid_ns(pf.srcfd);
+	pidgen_init(pf.srcfd, same_ns);
 	tgid_index_init(pf.srcfd);
-	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init()) {
+	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init() ||
+	    thread_dir_init(same_ns)) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}
@@ -177,6 +181,7 @@ out_session:
 	proc_events_stop();
 	node_table_destroy();
 	root_dir_destroy();
+	thread_dir_destroy();
 out:
 	free(cmd.mountpoint);
 	free(o.source);

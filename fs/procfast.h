@@ -50,6 +50,14 @@ int dedup_child(const struct node *dir, const char *name, pid_t *tgid);
 int dedup_link_text(const struct node *n, char *buf, size_t len);
 void dedup_link_attr(const struct node *n, struct stat *st);
 
+int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid);
+
+/* Threads' directories listed from a template (thread_dir.c). */
+int thread_dir_init(int same_pid_ns);
+void thread_dir_destroy(void);
+int thread_dir_listed(const struct node *dir);
+ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off);
+
 struct dedup_listing {
 	int files_link; /* fd and fdinfo listed as links */
 	int net_link;   /* net listed as a link */
