@@ -84,8 +84,8 @@ static int setup(const struct options *o)
 	same_ns = source_in_our_pid_ns(pf.srcfd);
 	pidgen_init(pf.srcfd, same_ns);
 	tgid_index_init(pf.srcfd);
-	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init() ||
-	    thread_dir_init(same_ns)) {
+	thread_dir_init(same_ns);
+	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}

@@ -52,8 +52,8 @@ void dedup_link_attr(const struct node *n, struct stat *st);
 
 int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid);
 
-/* Threads' directories listed from a template (thread_dir.c). */
-int thread_dir_init(int same_pid_ns);
+/* Threads' fixed-name directories listed from templates (thread_dir.c). */
+void thread_dir_init(int same_pid_ns);
 void thread_dir_destroy(void);
 int thread_dir_listed(const struct node *dir);
 ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off);

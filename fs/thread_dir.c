@@ -1,11 +1,14 @@
-/* A thread's directory (PID/task/TID) lists the same names for every thread:
- * the kernel's table of per-thread entries. It is listed from a copy taken
- * at start-up, so walking thousands of threads does not make procfs build
- * ~140 inodes and dentries per thread for the daemon's own reads. Offsets
- * are procfs's (the table index + 2). */
+/* Directories of a thread whose names are the same for every thread: the
+ * thread's own directory (PID/task/TID, the kernel's table of per-thread
+ * entries), its ns/ and its attr/ (and attr's subdirectories). They are
+ * listed from copies of the daemon's own, taken on first use, so walking
+ * thousands of threads does not make procfs build an inode and a dentry per
+ * entry per thread for the daemon's reads. Offsets are procfs's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,8 @@
 #include "fs/cleanup.h"
 #include "fs/procfast.h"
 
+#define MAX_TEMPLATES 32
+
 struct template_entry {
 	char name[256];
 	unsigned char type;
@@ -23,41 +28,89 @@ struct template_entry {
 	off_t next;
 };
 
-static struct template_entry *entries;
-static size_t nentries;
+struct template {
+	char suffix[128]; /* path below PID/task/TID: "", "ns", "attr", ... */
+	size_t n;
+	struct template_entry e[];
+};
 
-/* Reads the daemon's own thread directory in the source; without it (a
- * source of another pid namespace) thread directories are read as they are. */
-int thread_dir_init(int same_pid_ns)
+static struct template *_Atomic templates[MAX_TEMPLATES];
+static _Atomic int ntemplates;
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+static int enabled;
+
+void thread_dir_init(int same_pid_ns)
 {
-	char path[64];
+	/* The copies come from the daemon's own threads, as the source names them. */
+	enabled = same_pid_ns;
+}
+
+void thread_dir_destroy(void)
+{
+	for (int i = 0; i < atomic_load(&ntemplates); i++)
+		free(atomic_load(&templates[i]));
+	atomic_store(&ntemplates, 0);
+}
+
+/* The part of a thread directory's path below "P/task/T" if its names are
+ * fixed, else NULL. */
+static const char *fixed_suffix(const struct node *dir)
+{
+	pid_t p, t;
+	int end = 0;
+	const char *s;
+
+	if (!enabled || dir->kind != NODE_MIRROR ||
+	    sscanf(dir->path, "%d/task/%d%n", &p, &t, &end) != 2)
+		return NULL;
+	s = dir->path + end;
+	if (!*s)
+		return s;
+	if (*s++ != '/')
+		return NULL;
+	return !strcmp(s, "ns") || !strcmp(s, "attr") || !strncmp(s, "attr/", 5) ? s : NULL;
+}
+
+static struct template *find_template(const char *suffix)
+{
+	int n = atomic_load_explicit(&ntemplates, memory_order_acquire);
+
+	for (int i = 0; i < n; i++) {
+		struct template *t = atomic_load_explicit(&templates[i], memory_order_acquire);
+
+		if (!strcmp(t->suffix, suffix))
+			return t;
+	}
+	return NULL;
+}
+
+static struct template *read_template(const char *suffix)
+{
+	char path[PATH_MAX];
 	__do_close int fd = -1;
+	struct template *t = NULL;
 	size_t cap = 0;
 	off_t pos = 0;
 	DIR *d;
 	struct dirent *de;
 
-	if (!same_pid_ns)
-		return 0;
-	snprintf(path, sizeof(path), "%d/task/%d", getpid(), (int)syscall(SYS_gettid));
+	snprintf(path, sizeof(path), "%d/task/%d%s%s", getpid(), (int)syscall(SYS_gettid),
+		 *suffix ? "/" : "", suffix);
 	fd = openat(pf.srcfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(d = fdopendir(fd)))
-		return 0;
+		return NULL;
 	move_fd(&fd);
 	while ((de = readdir(d))) {
-		if (nentries == cap) {
-			struct template_entry *more = realloc(entries, (cap = cap ? cap * 2 : 128) * sizeof(*more));
-
-			if (!more) {
-				closedir(d);
-				free(entries);
-				entries = NULL;
-				nentries = 0;
-				return -ENOMEM;
-			}
-			entries = more;
+		if (!t || t->n == cap) {
+			struct template *more = realloc(t, sizeof(*t) + (cap = cap ? cap * 2 : 64) *
+								     sizeof(struct template_entry));
+			if (!more)
+				break;
+			if (!t)
+				more->n = 0;
+			t = more;
 		}
-		struct template_entry *e = &entries[nentries++];
+		struct template_entry *e = &t->e[t->n++];
 		snprintf(e->name, sizeof(e->name), "%s", de->d_name);
 		e->type = de->d_type;
 		e->ino = de->d_ino;
@@ -65,31 +118,49 @@ int thread_dir_init(int same_pid_ns)
 		e->next = pos = de->d_off;
 	}
 	closedir(d);
-	return 0;
+	if (t)
+		snprintf(t->suffix, sizeof(t->suffix), "%s", suffix);
+	return t;
 }
 
-void thread_dir_destroy(void)
+/* Found, or read once and published (readers never lock). */
+static struct template *template_for(const char *suffix)
 {
-	free(entries);
-	entries = NULL;
-	nentries = 0;
+	struct template *t = find_template(suffix);
+	int n;
+
+	if (t)
+		return t;
+	pthread_mutex_lock(&build_lock);
+	t = find_template(suffix);
+	n = atomic_load(&ntemplates);
+	if (!t && n < MAX_TEMPLATES && (t = read_template(suffix))) {
+		atomic_store_explicit(&templates[n], t, memory_order_release);
+		atomic_store_explicit(&ntemplates, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&build_lock);
+	return t;
 }
 
 int thread_dir_listed(const struct node *dir)
 {
-	return nentries && node_is_thread_dir(dir, NULL, NULL);
+	const char *suffix = fixed_suffix(dir);
+
+	return suffix && template_for(suffix);
 }
 
 ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off)
 {
-	struct dedup_listing dl;
+	const struct template *t = template_for(fixed_suffix(dir));
+	struct dedup_listing dl = { 0 };
 	size_t used = 0;
 
 	if (node_alive(dir))
 		return -ENOENT; /* procfs: the thread is gone */
-	dedup_listing_init(dir, &dl);
-	for (size_t i = 0; i < nentries; i++) {
-		const struct template_entry *e = &entries[i];
+	if (!*t->suffix)
+		dedup_listing_init(dir, &dl);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct template_entry *e = &t->e[i];
 		struct stat st = { .st_ino = e->ino,
 				   .st_mode = (mode_t)dedup_dtype(&dl, e->name, e->type) << 12 };
 		size_t need;
