@@ -146,9 +146,10 @@ Medians of $RUNS rounds. Slab columns: growth of active objects in /proc/slabinf
 walk — global, so on the mount arms proc_inode_cache includes the inodes the daemon's own
 reads of /proc create; inodes = proc_inode_cache + fuse_inode. fd entries = paths under
 an \`fd/\` or \`fdinfo/\` directory. RSS = daemon VmHWM during the walk (KiB). Names the daemon
-answers with entry timeout 0 (fd/N, fdinfo/N) are not kept by the kernel after use, so the
-mount's own fuse_inode growth stays small; what a walk leaves behind is mostly the proc
-inodes of the daemon's reads of /proc.
+never looks up (\`find\` knows from d_type that fd/N are links and does not stat them) get
+no FUSE inode, and threads' fixed directories are listed from templates, so what a walk
+leaves behind is mostly the proc inodes of the daemon's reads of the leader's fd/ and
+fdinfo/.
 
 | case | arm | entries | fd entries | wall ms | proc inodes | fuse inodes | inodes | dentries | daemon peak RSS KiB |
 |---|---|---|---|---|---|---|---|---|---|

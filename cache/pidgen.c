@@ -53,66 +53,79 @@ const char *pidgen_method(void)
 	return use_pidfs ? "pidfs" : "starttime";
 }
 
-static int gen_from_pidfd(pid_t pid, uint64_t *gen)
+/* What one look at a task tells: its generation and whether it exited. */
+struct task_state {
+	int err; /* 0, or -ENOENT: no such task */
+	uint64_t gen;
+	int exited;
+};
+
+/* One pidfd answers both: its inode is the generation, and it polls
+ * readable once the task exited. */
+static void probe_pidfd(pid_t pid, struct task_state *ts)
 {
 	struct stat st;
 	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	if (fd < 0)
-		return errno == ESRCH || errno == EINVAL ? -ENOENT : -errno;
-	if (fstat(fd, &st))
-		return -errno;
-	*gen = st.st_ino;
-	return 0;
+	ts->err = fd < 0 || fstat(fd, &st) ? -ENOENT : 0;
+	ts->gen = ts->err ? 0 : st.st_ino;
+	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
 
-/* Field 22 of PID/stat; the command (field 2) may hold spaces and ')' so
- * parse from the last ')'. */
-static int gen_from_stat(pid_t pid, uint64_t *gen)
+/* Field 3 (state) and field 22 (start time) of PID/stat; the command
+ * (field 2) may hold spaces and ')' so parse from the last ')'. */
+static void probe_stat(pid_t pid, struct task_state *ts)
 {
 	char buf[1024], *p;
 	unsigned long long start;
 
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
-		return -ENOENT;
-	p = strrchr(buf, ')');
-	if (!p)
-		return -ENOENT;
-	/* after ") " come fields 3..; starttime is field 22 → skip 19 fields */
+	ts->err = -ENOENT;
+	ts->exited = 1;
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return;
 	p++;
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -ENOENT;
-	}
+	ts->exited = p[1] == 'Z' || p[1] == 'X';
+	for (int field = 3; field < 22; field++) /* to the space before field 22 */
+		if (!(p = strchr(p + 1, ' ')))
+			return;
 	if (sscanf(p, " %llu", &start) != 1)
-		return -ENOENT;
-	*gen = start;
-	return 0;
+		return;
+	ts->gen = start;
+	ts->err = 0;
 }
 
-/* A pidfd polls readable once its task exited. */
-static int exited_by_pidfd(pid_t pid)
-{
-	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+/* A request asks about the same task several times (generation, exit);
+ * between pidgen_begin() calls the first answer is reused. Threads that
+ * never call it (the event listener) always look afresh. */
+static __thread struct {
+	int active, valid;
+	pid_t pid;
+	struct task_state ts;
+} memo;
 
-	return fd < 0 || poll(&p, 1, 0) != 0;
+void pidgen_begin(void)
+{
+	memo.active = 1;
+	memo.valid = 0;
 }
 
-static int exited_by_stat(pid_t pid)
+static const struct task_state *probe(pid_t pid)
 {
-	char buf[512], *p;
-
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
-		return 1;
-	p = strrchr(buf, ')');
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+	if (memo.active && memo.valid && memo.pid == pid)
+		return &memo.ts;
+	if (use_pidfs)
+		probe_pidfd(pid, &memo.ts);
+	else
+		probe_stat(pid, &memo.ts);
+	memo.pid = pid;
+	memo.valid = memo.active;
+	return &memo.ts;
 }
 
 int pidgen_exited(pid_t pid)
 {
-	return use_pidfs ? exited_by_pidfd(pid) : exited_by_stat(pid);
+	return probe(pid)->exited;
 }
 
 /* Only a leader has a thread-group pidfd; elsewhere ask its status. */
@@ -128,7 +141,10 @@ int pidgen_is_leader(pid_t pid)
 
 int pidgen_get(pid_t pid, uint64_t *gen)
 {
-	return use_pidfs ? gen_from_pidfd(pid, gen) : gen_from_stat(pid, gen);
+	const struct task_state *ts = probe(pid);
+
+	*gen = ts->gen;
+	return ts->err;
 }
 
 int pidgen_check(pid_t pid, uint64_t gen)

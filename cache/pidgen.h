@@ -15,6 +15,10 @@
  * whether its pids are the daemon's own (pidfds then name the same tasks). */
 void pidgen_init(int srcfd, int same_ns);
 
+/* A request starts: answers about tasks may be reused until the next one
+ * (only in the calling thread). */
+void pidgen_begin(void);
+
 /* 0 and *gen set, or -ENOENT when no such task exists now. */
 int pidgen_get(pid_t pid, uint64_t *gen);
 

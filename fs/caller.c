@@ -11,6 +11,7 @@
 
 #include <linux/capability.h>
 
+#include "cache/pidgen.h"
 #include "cache/procfile.h"
 #include "fs/group_cache.h"
 #include "fs/log.h"
@@ -127,6 +128,7 @@ void caller_load(fuse_req_t req, struct caller *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
+	pidgen_begin(); /* every request starts here */
 	c->tid = ctx->pid;
 	c->tgid = 0;
 	c->uid = ctx->uid;
