@@ -378,7 +378,10 @@ def test_small_getdents_during_churn(mnt, churn, bufsize):
         lived = {p.pid for p in steady}
         entries, calls = small_getdents(mnt.path, bufsize, between=lambda: time.sleep(0.001))
         names = [n for n, _ in entries]
-        assert calls > 20, "buffers this small take many calls"
+        # Each entry takes at least 24 bytes: the listing spans many calls (how many
+        # depends on how many processes the machine has).
+        assert calls >= len(entries) * 24 // bufsize // 2 and calls >= 5, \
+            "buffers this small take many calls (%d for %d entries)" % (calls, len(entries))
         dups = {n for n in names if names.count(n) > 1}
         assert not dups, "duplicates: %s" % sorted(dups)
         offs = [o for _, o in entries]
