@@ -163,8 +163,15 @@ int caller_load_status(struct caller *c)
 	return 0;
 }
 
+/* Nothing to switch: the caller is as privileged as the daemon, or the
+ * daemon runs unprivileged (a user's own mount, without allow_other: its
+ * callers are that user, and the daemon could not take another identity). */
 static int same_as_daemon(const struct caller *c)
 {
+	const uint64_t id_caps = 1ULL << CAP_SETUID | 1ULL << CAP_SETGID;
+
+	if ((daemon_prm & id_caps) != id_caps)
+		return 1;
 	return c->uid == 0 && c->gid == 0 && (c->cap_eff & daemon_eff) == daemon_eff;
 }
 
