@@ -39,7 +39,6 @@ static int stop_fd = -1;
 static pthread_t thread;
 static _Atomic int running;
 static struct proc_event_hooks hooks;
-static _Atomic unsigned long resyncs;
 
 /* The event sits 36 bytes into the message, misaligned for its 8-byte
  * fields: copy it out instead of pointing into the buffer. */
@@ -268,7 +267,6 @@ static void resync_after_loss(void)
 {
 	char buf[65536];
 
-	atomic_fetch_add(&resyncs, 1);
 	log_info("process events lost (ENOBUFS): rescanning the source");
 	for (int i = 0; i < 4096 && (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS); i++)
 		;
@@ -451,9 +449,4 @@ void proc_events_stop(void)
 	notices = NULL;
 	nnotices = notices_cap = 0;
 	close_socket();
-}
-
-unsigned long proc_events_resyncs(void)
-{
-	return atomic_load(&resyncs);
 }

@@ -41,7 +41,4 @@ void proc_events_stop(void);
  * poll) when nothing is queued; never waits more than a few tens of ms. */
 void proc_events_sync(void);
 
-/* Counters for tests and the log. */
-unsigned long proc_events_resyncs(void);
-
 #endif

@@ -20,7 +20,6 @@
 static struct hbitmap leaders;   /* marked: probably a leader */
 static struct hbitmap exited;    /* subset: its leader exited, check the source */
 static int source_fd = -1;
-static _Atomic long marked_count;
 
 static int fallback_mode;
 static unsigned fallback_lifetime_ms;
@@ -37,18 +36,12 @@ void tgid_index_mark(pid_t tgid)
 	if (tgid <= 0 || (uint32_t)tgid >= HBITMAP_BITS)
 		return;
 	hbitmap_clear(&exited, (uint32_t)tgid);
-	if (!hbitmap_test(&leaders, (uint32_t)tgid)) {
-		hbitmap_set(&leaders, (uint32_t)tgid);
-		atomic_fetch_add(&marked_count, 1);
-	}
+	hbitmap_set(&leaders, (uint32_t)tgid);
 }
 
 static void unmark(pid_t tgid)
 {
-	if (hbitmap_test(&leaders, (uint32_t)tgid)) {
-		hbitmap_clear(&leaders, (uint32_t)tgid);
-		atomic_fetch_sub(&marked_count, 1);
-	}
+	hbitmap_clear(&leaders, (uint32_t)tgid);
 	hbitmap_clear(&exited, (uint32_t)tgid);
 }
 
@@ -162,11 +155,6 @@ void tgid_index_set_fallback(unsigned lifetime_ms)
 	fallback_lifetime_ms = lifetime_ms;
 }
 
-int tgid_index_fallback(void)
-{
-	return fallback_mode;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -187,9 +175,4 @@ void tgid_index_refresh(void)
 			atomic_store(&fallback_scanned_ns, now_ns());
 	}
 	pthread_mutex_unlock(&fallback_lock);
-}
-
-long tgid_index_count(void)
-{
-	return atomic_load(&marked_count);
 }

@@ -38,9 +38,6 @@ int tgid_index_live_leader(pid_t pid);
 /* Fallback mode (no process events): the index is a scan that expires
  * after lifetime_ms; readers call tgid_index_refresh() before listing. */
 void tgid_index_set_fallback(unsigned lifetime_ms);
-int tgid_index_fallback(void);
 void tgid_index_refresh(void);
-
-long tgid_index_count(void);
 
 #endif
