@@ -520,6 +520,12 @@ def test_exited_thread(mnt):
         p.stdin.write("\n")
         p.stdin.flush()
         p.stdout.readline()
+        # join() returns before the kernel has fully removed the thread: compare once
+        # /proc no longer has it, so both sides see the same moment.
+        deadline = time.time() + 5
+        while os.path.exists("/proc/%d/task/%d" % (p.pid, tid)):
+            assert time.time() < deadline, "thread did not go away"
+            time.sleep(0.01)
         assert_same(mnt, lambda x: stat.S_IFMT(os.stat(x).st_mode), rels)
         assert_same(mnt, lambda x: sorted(os.listdir(x)), ["%d/task" % p.pid])
         a = outcome(os.pread, held["/proc"], 100, 0)
