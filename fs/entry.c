@@ -338,6 +338,13 @@ void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	reply_stat(req, node_from_ino(ino));
 }
 
+static struct timespec time_arg(int now, struct timespec given)
+{
+	struct timespec ts = { .tv_nsec = UTIME_NOW };
+
+	return now ? ts : given;
+}
+
 /* procfs refuses mode changes (EPERM) and accepts size and time changes
  * without effect; asking the source keeps every answer its own. */
 static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
@@ -367,9 +374,9 @@ static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 
 		if (to_set & FUSE_SET_ATTR_ATIME)
-			ts[0] = to_set & FUSE_SET_ATTR_ATIME_NOW ? (struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_atim;
+			ts[0] = time_arg(to_set & FUSE_SET_ATTR_ATIME_NOW, attr->st_atim);
 		if (to_set & FUSE_SET_ATTR_MTIME)
-			ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ? (struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_mtim;
+			ts[1] = time_arg(to_set & FUSE_SET_ATTR_MTIME_NOW, attr->st_mtim);
 		if (utimensat(pf.srcfd, n->path, ts, AT_SYMLINK_NOFOLLOW))
 			return -errno;
 	}

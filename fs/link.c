@@ -131,7 +131,7 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len), fd;
 
-	if ((r = node_alive(n) ?: r))
+	if ((r = node_error(n, r)))
 		return r;
 	fd = fd_number(n->name);
 	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))
@@ -165,7 +165,7 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	if (n->kind == NODE_CALLER_LINK) {
 		r = read_caller_link(n, &c, buf, sizeof(buf));
 	} else if (n->kind == NODE_DEDUP_LINK) {
-		r = node_alive(n) ?: dedup_link_text(n, buf, sizeof(buf));
+		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
 	} else if (!(r = caller_enter(&c))) {

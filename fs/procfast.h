@@ -32,6 +32,15 @@ int child_path(const struct node *parent, const char *name, char *buf, size_t le
 /* 0 while the node's process is still the one it was made for, else -ESRCH. */
 int node_alive(const struct node *n);
 
+/* The errno for an operation on n that returned r: if n's process is gone,
+ * that explains it best (procfs answers ESRCH/ENOENT), else r. */
+static inline int node_error(const struct node *n, int r)
+{
+	int dead = node_alive(n);
+
+	return dead ? dead : r;
+}
+
 /* Attributes of a node as the source shows them to the current credentials. */
 int node_stat(struct node *n, struct stat *st);
 
