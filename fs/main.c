@@ -85,7 +85,7 @@ static int setup(const struct options *o)
 	pidgen_init(pf.srcfd, same_ns);
 	tgid_index_init(pf.srcfd);
 	thread_dir_init(same_ns);
-	if (caller_init(pf.selfproc) || node_table_init() || root_dir_init()) {
+	if (caller_init(pf.selfproc) || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}
@@ -136,6 +136,7 @@ int main(int argc, char *argv[])
 	}
 	if (cmd.show_version) {
 		printf("procfast version %s\n", PROCFAST_VERSION);
+		fflush(stdout); /* libfuse's lines come from a child process */
 		fuse_lowlevel_version();
 		ret = 0;
 		goto out;
@@ -164,6 +165,12 @@ int main(int argc, char *argv[])
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
 		goto out_unmount;
+	/* Threads die in fork(): the node table's resize worker and the event
+	 * threads start only in the process that serves. */
+	if (node_table_init()) {
+		log_err("cannot create the node table");
+		goto out_unmount;
+	}
 	if (!cmd.foreground)
 		log_to_syslog();
 	log_info("mirroring %s at %s (process index: %s, generations: %s)", pf.source,

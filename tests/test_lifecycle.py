@@ -1,0 +1,62 @@
+"""The daemon's life as users run it: in the background, usable as soon as the command
+returns, gone after the unmount; and its one-line errors."""
+import os
+import subprocess
+import tempfile
+import time
+
+from conftest import BIN
+
+
+def daemon_pids(mountpoint):
+    out = subprocess.run(["pgrep", "-f", "^%s( .*)? %s$" % (BIN, mountpoint)],
+                         capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_background_mount_is_usable_then_daemon_exits_on_unmount():
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        r = subprocess.run([BIN, m], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        # usable at once: no waiting after the command returned
+        with open(os.path.join(m, "self", "stat")) as f:
+            assert f.read().split()[0] == str(os.getpid())
+        pids = daemon_pids(m)
+        assert len(pids) == 1, pids
+        subprocess.run(["fusermount3", "-u", m], check=True)
+        deadline = time.time() + 10
+        while os.path.exists("/proc/%d" % pids[0]) and \
+                open("/proc/%d/stat" % pids[0]).read().split(") ")[1][0] != "Z":
+            assert time.time() < deadline, "daemon still running after unmount"
+            time.sleep(0.05)
+    finally:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+        os.rmdir(m)
+
+
+def run_err(*args):
+    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stderr.strip().splitlines()
+
+
+def test_one_line_errors():
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        for args, word in (((), "no mount point"),
+                           (("/nonexistent/procfast",), "No such file"),
+                           (("-o", "source=/tmp", m), "not a procfs"),
+                           (("-o", "attr_timeout=-1", m), "attr_timeout"),
+                           (("-o", "events=maybe", m), "events")):
+            rc, lines = run_err(*args)
+            assert rc != 0, args
+            assert len(lines) == 1 and word in lines[0], (args, lines)
+        assert not any(" %s " % m in l for l in open("/proc/self/mounts"))
+    finally:
+        os.rmdir(m)
+
+
+def test_version_names_procfast_first():
+    r = subprocess.run([BIN, "--version"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[0].startswith("procfast version ")
