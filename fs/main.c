@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <malloc.h>
+#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,23 @@ static int setup(const struct options *o)
 
 #define IDLE_WORKERS 4
 
+/* Mounting procfast again on its own mount point would stack a second
+ * daemon on top of the first: refuse, as a busy mount point. */
+static int already_procfast(const char *mountpoint)
+{
+	char real[PATH_MAX];
+	FILE *f;
+	struct mntent *m;
+	int found = 0;
+
+	if (!realpath(mountpoint, real) || !(f = setmntent("/proc/self/mounts", "r")))
+		return 0;
+	while (!found && (m = getmntent(f)))
+		found = !strcmp(m->mnt_dir, real) && !strcmp(m->mnt_type, "fuse.procfast");
+	endmntent(f);
+	return found;
+}
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
@@ -148,6 +166,10 @@ int main(int argc, char *argv[])
 	/* Two malloc arenas: worker threads come and go, and one arena each
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
+	if (already_procfast(cmd.mountpoint)) {
+		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
+		goto out;
+	}
 	if (setup(&o))
 		goto out;
 	events.disabled = o.events && !strcmp(o.events, "off");

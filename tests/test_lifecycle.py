@@ -56,6 +56,15 @@ def test_one_line_errors():
         os.rmdir(m)
 
 
+def test_busy_mount_point(mnt):
+    """A second procfast on a procfast mount point is refused, and the first keeps serving."""
+    rc, lines = run_err(mnt.path)
+    assert rc != 0 and len(lines) == 1 and "already a procfast mount" in lines[0], lines
+    assert sum(" %s " % mnt.path in l for l in open("/proc/self/mounts")) == 1
+    with open(mnt.p("self", "stat")) as f:
+        assert f.read().split()[0] == str(os.getpid())
+
+
 def test_version_names_procfast_first():
     r = subprocess.run([BIN, "--version"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0
