@@ -450,3 +450,30 @@ def test_telldir_seekdir_round_trip(mnt, churn):
     finally:
         libc.closedir(d)
         stop_all(steady)
+
+
+def test_uid_change_drops_cached_attributes(mnt):
+    """A process's directory attributes are cached (attr_timeout, 1 s) but its setuid
+    comes as a process event that drops them: the new owner shows well within that."""
+    code = ("import os, sys\n"
+            "print(flush=True); sys.stdin.readline()\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "print(flush=True); sys.stdin.readline()\n")
+    p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        path = os.path.join(mnt.path, str(p.pid))
+        assert os.stat(path).st_uid == 0
+        assert os.stat(path).st_uid == 0  # now cached by the kernel
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.stdout.readline()
+        assert os.stat("/proc/%d" % p.pid).st_uid == 65534
+        deadline = time.time() + 0.5  # half the attribute lifetime
+        while os.stat(path).st_uid != 65534:
+            assert time.time() < deadline, "owner change not seen through the mount"
+            time.sleep(0.01)
+    finally:
+        p.kill()
+        p.wait()
