@@ -143,7 +143,17 @@ static int get_unless_zero(struct node *n)
 	return 0;
 }
 
-struct node *node_find_get(const struct node *parent, const char *name)
+static int same_identity(const struct node *n, const struct node_identity *want)
+{
+	return !want || (n->kind == want->kind && n->type == (want->type & S_IFMT) &&
+			 n->owner.gen == want->gen);
+}
+
+/* Duplicates of a name may be in the table at once (a node the kernel still
+ * holds for an exited process beside the one for its successor): the one
+ * wanted is found among them. */
+struct node *node_find_get(const struct node *parent, const char *name,
+			   const struct node_identity *want)
 {
 	struct node_key key = { parent->serial, name };
 	struct cds_lfht_iter iter;
@@ -157,7 +167,7 @@ struct node *node_find_get(const struct node *parent, const char *name)
 	     cds_lfht_next_duplicate(table, key_match, &key, &iter), ht = cds_lfht_iter_get_node(&iter)) {
 		struct node *n = caa_container_of(ht, struct node, by_name);
 
-		if (get_unless_zero(n)) {
+		if (same_identity(n, want) && get_unless_zero(n)) {
 			found = n;
 			break;
 		}
@@ -166,31 +176,25 @@ struct node *node_find_get(const struct node *parent, const char *name)
 	return found;
 }
 
-struct node *node_insert(const struct node *parent, const char *name,
-			 enum node_kind kind, const char *path, const struct stat *st,
-			 const struct node_owner *owner)
+struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
+				const struct stat *st, const struct node_identity *id,
+				const struct node_owner *owner)
 {
-	mode_t type = st->st_mode;
-	struct node *n = node_alloc(path, name), *other;
+	struct node *n = node_find_get(parent, name, id);
 
+	if (n)
+		return n;
+	n = node_alloc(path, name);
 	if (!n)
 		return NULL;
 	n->parent_serial = parent->serial;
-	n->kind = kind;
-	n->type = type & S_IFMT;
+	n->kind = id->kind;
+	n->type = id->type & S_IFMT;
 	node_remember(n, st);
 	n->owner = *owner;
 	atomic_store(&n->nlookup, 1);
-
-	/* Duplicates are allowed in the table (a dying node may still be there);
-	 * re-check under RCU so two racing lookups agree on one node. */
-	other = node_find_get(parent, name);
-	if (other && other->type == n->type && other->kind == kind && other->owner.gen == owner->gen) {
-		node_free(n);
-		return other;
-	}
-	if (other)
-		node_forget(other, 1);
+	/* Two racing lookups may both add one: each is a valid node, the
+	 * kernel keeps whichever it was told last. */
 	rcu_read_lock();
 	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
 	rcu_read_unlock();

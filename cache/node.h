@@ -60,14 +60,23 @@ void node_table_destroy(void);
 
 struct node *node_root(void);
 
-/* Finds a live child and takes one lookup reference on it; NULL if none. */
-struct node *node_find_get(const struct node *parent, const char *name);
+/* What makes two nodes of one name the same entry. */
+struct node_identity {
+	enum node_kind kind;
+	mode_t type;      /* S_IFMT bits are compared */
+	uint64_t gen;     /* the owning task's generation */
+};
 
-/* Creates and publishes a child with one lookup reference. If another thread
- * published the same child first, that one is referenced and returned. */
-struct node *node_insert(const struct node *parent, const char *name,
-			 enum node_kind kind, const char *path, const struct stat *st,
-			 const struct node_owner *owner);
+/* Finds a live child with that identity (any, if want is NULL) and takes
+ * one lookup reference on it; NULL if none. */
+struct node *node_find_get(const struct node *parent, const char *name,
+			   const struct node_identity *want);
+
+/* The child with that identity, referenced once more, or a new one with one
+ * reference. */
+struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
+				const struct stat *st, const struct node_identity *id,
+				const struct node_owner *owner);
 
 /* Records st as the node's last known attributes. */
 void node_remember(struct node *n, const struct stat *st);

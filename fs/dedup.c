@@ -101,22 +101,27 @@ int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
 	return 0;
 }
 
-int dedup_link_text(const struct node *n, char *buf, size_t len)
+static int link_text(const char *name, pid_t tgid, char *buf, size_t len)
 {
-	int r = strcmp(n->name, "task") ? snprintf(buf, len, "../../%s", n->name)
-					: snprintf(buf, len, "../%d/task", n->owner.tgid);
+	int r = strcmp(name, "task") ? snprintf(buf, len, "../../%s", name)
+				     : snprintf(buf, len, "../%d/task", tgid);
 
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
+int dedup_link_text(const struct node *n, char *buf, size_t len)
+{
+	return link_text(n->name, n->owner.tgid, buf, len);
+}
+
 /* A link's attributes from its directory's: owner and times stay. */
-void dedup_link_attr(const struct node *n, struct stat *st)
+void dedup_link_attr(const char *name, pid_t tgid, struct stat *st)
 {
 	char text[64];
 
 	st->st_mode = S_IFLNK | 0777;
 	st->st_nlink = 1;
-	st->st_size = dedup_link_text(n, text, sizeof(text)) ? 0 : (off_t)strlen(text);
+	st->st_size = link_text(name, tgid, text, sizeof(text)) ? 0 : (off_t)strlen(text);
 	st->st_blocks = 0;
 }
 

@@ -68,7 +68,7 @@ int node_stat(struct node *n, struct stat *st)
 		r = -errno;
 	} else {
 		if (n->kind == NODE_DEDUP_LINK)
-			dedup_link_attr(n, st);
+			dedup_link_attr(n->name, n->owner.tgid, st);
 		/* a name that changed nature is another entry now */
 		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
 	}
@@ -138,9 +138,9 @@ static int link_target_name(const char *name)
  * of a process that exited still fails at once: every operation checks the
  * process generation. */
 enum cache_class {
-	CACHE_ALL,       /* name (present or absent) and attributes */
-	CACHE_NAME,      /* the present name only */
-	CACHE_NAME_ONLY, /* the present name, attributes asked every time */
+	CACHE_ALL,          /* the name, present or absent, and its attributes */
+	CACHE_PRESENT,      /* the name while present, and its attributes */
+	CACHE_PRESENT_NAME, /* the name while present; attributes asked every time */
 	CACHE_NONE,
 };
 
@@ -154,15 +154,15 @@ static int one_object_target(const char *name)
 static enum cache_class cache_class(const struct node *parent, const char *name, enum node_kind kind)
 {
 	if (kind == NODE_LINK_TARGET || link_target_name(name))
-		return one_object_target(name) ? CACHE_NAME : CACHE_NONE;
+		return one_object_target(name) ? CACHE_PRESENT : CACHE_NONE;
 	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
-		return process_cacheable(pid_name(name)) ? CACHE_NAME : CACHE_NONE;
+		return process_cacheable(pid_name(name)) ? CACHE_PRESENT : CACHE_NONE;
 	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
 		return CACHE_NONE;
 	if (!parent->owner.pid)
 		return CACHE_ALL;
 	if (!strcmp(parent->name, "fd"))
-		return CACHE_NAME_ONLY;
+		return CACHE_PRESENT_NAME;
 	if (!strcmp(parent->name, "fdinfo") || !strcmp(parent->name, "map_files") ||
 	    !strcmp(parent->name, "task"))
 		return CACHE_NONE;
@@ -171,7 +171,7 @@ static enum cache_class cache_class(const struct node *parent, const char *name,
 
 static double attr_timeout_for(const struct node *n)
 {
-	if (n->cache == CACHE_NONE || n->cache == CACHE_NAME_ONLY ||
+	if (n->cache == CACHE_NONE || n->cache == CACHE_PRESENT_NAME ||
 	    (n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
@@ -188,19 +188,6 @@ static int dedup_candidate(const struct node *p, const char *name)
 {
 	return !strcmp(name, "fd") || !strcmp(name, "fdinfo") || !strcmp(name, "net") ||
 	       (!strcmp(name, "task") && p->owner.pid && !strchr(p->path, '/'));
-}
-
-static struct node *find_same(struct node *p, const char *name, enum node_kind kind,
-			      mode_t type, uint64_t gen)
-{
-	struct node *n;
-
-	n = node_find_get(p, name);
-	if (n && (n->kind != kind || n->type != (type & S_IFMT) || n->owner.gen != gen)) {
-		node_forget(n, 1);
-		n = NULL;
-	}
-	return n;
 }
 
 static int lookup_child(struct node *p, const char *name, struct fuse_entry_param *e)
@@ -236,17 +223,13 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 			return r;
 		kind = NODE_LINK_TARGET;
 	}
-	n = find_same(p, name, kind, kind == NODE_DEDUP_LINK ? S_IFLNK : st.st_mode, owner.gen);
-	if (!n) {
-		if (kind == NODE_DEDUP_LINK)
-			st.st_mode = S_IFLNK;
-		n = node_insert(p, name, kind, path, &st, &owner);
-	}
+	if (kind == NODE_DEDUP_LINK)
+		dedup_link_attr(name, owner.tgid, &st);
+	n = node_get_or_insert(p, name, path, &st,
+			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner);
 	if (!n)
 		return -ENOMEM;
 	n->cache = cache_class(p, name, kind);
-	if (kind == NODE_DEDUP_LINK)
-		dedup_link_attr(n, &st);
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
 	e->generation = n->serial;

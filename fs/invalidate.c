@@ -14,7 +14,7 @@ static struct fuse_session *session;
 static struct node *known_pid_node(pid_t pid, char *name, size_t len)
 {
 	snprintf(name, len, "%d", pid);
-	return node_find_get(node_root(), name);
+	return node_find_get(node_root(), name, NULL);
 }
 
 static void on_leader_exited(pid_t tgid)

@@ -57,7 +57,7 @@ void link_target_fixup(struct stat *st);
  * whether dir/name is served as a link; for "task" it sets *tgid. */
 int dedup_child(const struct node *dir, const char *name, pid_t *tgid);
 int dedup_link_text(const struct node *n, char *buf, size_t len);
-void dedup_link_attr(const struct node *n, struct stat *st);
+void dedup_link_attr(const char *name, pid_t tgid, struct stat *st);
 
 int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid);
 
