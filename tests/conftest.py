@@ -131,6 +131,29 @@ def on_proc(cmd, **kw):
     return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120, **kw)
 
 
+class Stepper:
+    """A Python snippet run step by step: it prints an empty line when a step is done and
+    waits for a line on stdin before the next. Use as a context manager."""
+
+    def __init__(self, code):
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        self.proc.stdout.readline()
+
+    def step(self):
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        self.proc.stdout.readline()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
 def kill_tree(p):
     try:
         os.killpg(p.pid, signal.SIGKILL)

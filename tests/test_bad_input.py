@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from conftest import Stepper
+
 
 @pytest.fixture(scope="module")
 def mnt(kernel_layout_mnt):
@@ -503,10 +505,7 @@ def test_exited_thread(mnt):
             "import ctypes; print(flush=True)\n"
             "sys.stdin.readline(); e.set(); t.join()\n"
             "print(flush=True); sys.stdin.readline()\n")
-    p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        p.stdout.readline()
+    with Stepper(code) as p:
         tids = sorted(int(t) for t in os.listdir("/proc/%d/task" % p.pid))
         assert len(tids) == 2
         tid = [t for t in tids if t != p.pid][0]
@@ -517,9 +516,7 @@ def test_exited_thread(mnt):
             held[base] = os.open(os.path.join(base, str(p.pid), "task", str(tid), "status"),
                                  os.O_RDONLY)
         assert_same(mnt, lambda x: stat.S_IFMT(os.stat(x).st_mode), rels)
-        p.stdin.write("\n")
-        p.stdin.flush()
-        p.stdout.readline()
+        p.step()
         # join() returns before the kernel has fully removed the thread: compare once
         # /proc no longer has it, so both sides see the same moment.
         deadline = time.time() + 5
@@ -533,9 +530,6 @@ def test_exited_thread(mnt):
         assert a[0] == b[0] and (a[0] == "ok" or a == b), (a, b)
         for fd in held.values():
             os.close(fd)
-    finally:
-        p.kill()
-        p.wait()
 
 
 def test_pid_reuse_through_old_handle(mnt):

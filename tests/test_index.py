@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import HELPERS, kill_tree
+from conftest import HELPERS, kill_tree, Stepper
 
 NUMERIC = re.compile(r"[1-9][0-9]*$")
 
@@ -459,21 +459,13 @@ def test_uid_change_drops_cached_attributes(mnt):
             "print(flush=True); sys.stdin.readline()\n"
             "os.setgid(65534); os.setuid(65534)\n"
             "print(flush=True); sys.stdin.readline()\n")
-    p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        p.stdout.readline()
+    with Stepper(code) as p:
         path = os.path.join(mnt.path, str(p.pid))
         assert os.stat(path).st_uid == 0
         assert os.stat(path).st_uid == 0  # now cached by the kernel
-        p.stdin.write("\n")
-        p.stdin.flush()
-        p.stdout.readline()
+        p.step()
         assert os.stat("/proc/%d" % p.pid).st_uid == 65534
         deadline = time.time() + 0.5  # half the attribute lifetime
         while os.stat(path).st_uid != 65534:
             assert time.time() < deadline, "owner change not seen through the mount"
             time.sleep(0.01)
-    finally:
-        p.kill()
-        p.wait()
