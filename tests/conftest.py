@@ -154,6 +154,17 @@ class Stepper:
         self.proc.wait()
 
 
+def stop_helper(proc, timeout):
+    """Ends a helper that exits at stdin EOF: close its stdin, wait, kill if it lingers."""
+    try:
+        proc.stdin.close()
+        if proc.poll() is None:
+            proc.wait(timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        kill_tree(proc)
+    proc.stdout.close()
+
+
 def kill_tree(p):
     try:
         os.killpg(p.pid, signal.SIGKILL)
@@ -175,15 +186,7 @@ class Victim:
 
     def stop(self):
         """Close its stdin (it exits 0 and removes its files); kill it if it lingers."""
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                kill_tree(self.proc)
-        else:
-            self.proc.stdin.close()
-        self.proc.stdout.close()
+        stop_helper(self.proc, 10)
         return self.proc.returncode
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import HELPERS, kill_tree, on_proc, over_proc
+from conftest import HELPERS, on_proc, over_proc, stop_helper
 
 SHARERS = 50
 RECHECK_S = 1.5   # the daemon re-checks link entries at most 1 s later; 0.5 s slack
@@ -75,12 +75,7 @@ class FdThreads:
         self.sharers.remove(self.late)
 
     def stop(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            kill_tree(self.proc)
-        self.proc.stdout.close()
+        stop_helper(self.proc, 10)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import HELPERS, kill_tree, Stepper
+from conftest import HELPERS, kill_tree, Stepper, stop_helper
 
 NUMERIC = re.compile(r"[1-9][0-9]*$")
 
@@ -88,13 +88,7 @@ class Threads:
         return json.loads(line)
 
     def stop(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=20)
-            except (OSError, subprocess.TimeoutExpired):
-                kill_tree(self.proc)
-        self.proc.stdout.close()
+        stop_helper(self.proc, 20)
 
 
 @pytest.fixture
