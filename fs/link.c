@@ -93,6 +93,7 @@ int link_target_find(const struct node *dir, const char *name, char *path, size_
 		     struct stat *st)
 {
 	int fd = link_hint_get(dir->serial, name);
+	__do_close int dfd = -1;
 	DIR *d;
 	struct dirent *de;
 	int r = -ENOENT;
@@ -104,14 +105,10 @@ int link_target_find(const struct node *dir, const char *name, char *path, size_
 		if (!try_entry(dir, entry, name, path, len, st))
 			return 0;
 	}
-	int dfd = openat(pf.srcfd, dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	dfd = openat(pf.srcfd, dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || !(d = fdopendir(dfd)))
 		return -errno;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return -ENOMEM;
-	}
+	move_fd(&dfd); /* closedir closes it */
 	while (r && (de = readdir(d)))
 		if (de->d_type == DT_LNK)
 			r = try_entry(dir, de->d_name, name, path, len, st);
