@@ -101,6 +101,18 @@ static int load_caps(struct caller *c)
 
 static int same_as_daemon(const struct caller *c);
 
+/* Groups (and tgid) from the cache, else from the caller's status; none if
+ * the caller is gone. */
+static void load_groups(struct caller *c)
+{
+	if (group_cache_get(c) == 0)
+		return;
+	if (load_status(c) < 0)
+		c->ngroups = 0;
+	else
+		group_cache_put(c);
+}
+
 /* Most callers are single-threaded: a thread-group pidfd opens only for a
  * leader, and then tgid == tid without reading its status. */
 static int is_leader(pid_t tid)
@@ -135,7 +147,6 @@ void caller_load(fuse_req_t req, struct caller *c)
 	c->gid = ctx->gid;
 	c->cap_eff = 0;
 	c->ngroups = 0;
-	c->have_status = 0;
 	if (c->tid <= 0 || load_caps(c) < 0) {
 		c->tid = 0;
 		c->cap_eff = 0;
@@ -143,24 +154,7 @@ void caller_load(fuse_req_t req, struct caller *c)
 	}
 	/* Groups only matter when the caller is switched to. */
 	if (!same_as_daemon(c))
-		caller_load_status(c);
-}
-
-int caller_load_status(struct caller *c)
-{
-	if (c->have_status)
-		return 0;
-	if (!c->tid || group_cache_get(c) == 0) {
-		c->have_status = 1;
-		return c->tid ? 0 : -ENOENT;
-	}
-	if (load_status(c) < 0) {
-		c->ngroups = 0;
-		return -ENOENT;
-	}
-	c->have_status = 1;
-	group_cache_put(c);
-	return 0;
+		load_groups(c);
 }
 
 /* Nothing to switch: the caller is as privileged as the daemon, or the

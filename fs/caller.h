@@ -24,7 +24,6 @@ struct caller {
 	uid_t uid;   /* fsuid */
 	gid_t gid;   /* fsgid */
 	uint64_t cap_eff;
-	int have_status; /* tgid and groups loaded */
 	int ngroups;
 	gid_t groups[CALLER_MAX_GROUPS];
 };
@@ -35,10 +34,6 @@ int caller_init(int selfproc);
 /* Fills c from the request. Never fails: what cannot be learnt about the
  * caller is assumed unprivileged. */
 void caller_load(fuse_req_t req, struct caller *c);
-
-/* Loads tgid and groups if not yet done (they come from the caller's
- * status file, cached briefly). 0, or -ENOENT for an unknown caller. */
-int caller_load_status(struct caller *c);
 
 /* The caller's thread group, read afresh: a cached one could belong to a
  * previous owner of a reused tid. 0 when unknown. */
