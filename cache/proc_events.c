@@ -242,8 +242,8 @@ static void on_event(const struct proc_event *ev)
 		if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid)
 			tgid_index_mark(ev->event_data.fork.child_tgid);
 		break;
-	case PROC_EVENT_EXEC:
-		tgid_index_revived(ev->event_data.exec.process_tgid);
+	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
+		tgid_index_mark(ev->event_data.exec.process_tgid);
 		break;
 	case PROC_EVENT_EXIT:
 		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) {

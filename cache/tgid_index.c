@@ -51,11 +51,6 @@ void tgid_index_exited(pid_t tgid)
 		hbitmap_set(&exited, (uint32_t)tgid);
 }
 
-void tgid_index_revived(pid_t tgid)
-{
-	tgid_index_mark(tgid);
-}
-
 /* An exited leader's pid is listed while the source still has it as a
  * leader: a zombie, or a group whose other threads live on. The pid may
  * also have been reused meanwhile, by a thread (never listed) or by a new

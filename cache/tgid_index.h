@@ -24,9 +24,8 @@
 void tgid_index_init(int srcfd);
 
 /* Writer side. */
-void tgid_index_mark(pid_t tgid);
+void tgid_index_mark(pid_t tgid);      /* also clears "exited" (exec) */
 void tgid_index_exited(pid_t tgid);
-void tgid_index_revived(pid_t tgid);   /* exec: the group lives on */
 int tgid_index_resync(void);           /* one scan of the source root */
 void tgid_index_sweep(void);           /* unmark exited pids the source no longer has */
 
