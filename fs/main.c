@@ -24,7 +24,7 @@
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MOUNTPOINT\n\n", prog);
+	printf("usage: %s [options] [procfast] MOUNTPOINT\n\n", prog);
 	options_help();
 	printf("\n");
 	fuse_cmdline_help();
@@ -213,8 +213,7 @@ out_session:
 	thread_dir_destroy();
 out:
 	free(cmd.mountpoint);
-	free(o.source);
-	free(o.events);
+	options_free(&o);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -38,8 +38,36 @@ static int option_key(void *data, const char *arg, int key, struct fuse_args *ou
 	case KEY_NO_ALLOW_OTHER:
 		o->no_allow_other = 1;
 		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		/* mount.fuse3 runs "procfast DEVICE MOUNTPOINT -o ..." for
+		 * "-t fuse.procfast": keep both and sort them out after. */
+		if (o->npositional == 2) {
+			fprintf(stderr, "procfast: unexpected argument %s (see --help)\n", arg);
+			return -1;
+		}
+		o->positional[o->npositional] = strdup(arg);
+		return o->positional[o->npositional++] ? 0 : -1;
 	}
 	return 1;
+}
+
+/* "procfast [DEVICE] MOUNTPOINT": DEVICE is "procfast" or "none" as in an
+ * fstab line, or a procfs to mirror ("mount -t fuse.procfast /proc DIR"). */
+static int take_positionals(struct fuse_args *args, struct options *o)
+{
+	const char *device = o->npositional == 2 ? o->positional[0] : NULL;
+	const char *mountpoint = o->positional[o->npositional - 1];
+
+	if (device && strcmp(device, "procfast") && strcmp(device, "none")) {
+		if (device[0] != '/') {
+			fprintf(stderr, "procfast: device %s: give procfast, none or a procfs path\n",
+				device);
+			return -1;
+		}
+		if (!o->source && !(o->source = strdup(device)))
+			return -1;
+	}
+	return fuse_opt_add_arg(args, mountpoint);
 }
 
 static int timeout_valid(const char *name, double v)
@@ -57,6 +85,8 @@ int options_parse(struct fuse_args *args, struct options *o)
 	o->attr_timeout = 1.0;
 	o->scan_ms = 100;
 	if (fuse_opt_parse(args, o, option_spec, option_key))
+		return -1;
+	if (o->npositional && take_positionals(args, o))
 		return -1;
 	if (!o->source)
 		o->source = strdup("/proc");
@@ -81,6 +111,14 @@ int options_parse(struct fuse_args *args, struct options *o)
 	if (fuse_opt_add_arg(args, "-ofsname=procfast,subtype=procfast,default_permissions"))
 		return -1;
 	return 0;
+}
+
+void options_free(struct options *o)
+{
+	free(o->source);
+	free(o->events);
+	free(o->positional[0]);
+	free(o->positional[1]);
 }
 
 void options_help(void)

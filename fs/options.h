@@ -15,11 +15,15 @@ struct options {
 	char *events;         /* -o events=on|off */
 	int event_rcvbuf;     /* -o event_rcvbuf=BYTES */
 	unsigned scan_ms;     /* -o scan_lifetime=MS, without events */
+	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
+	int npositional;
 };
 
 /* Removes procfast's options from args and adds the mount options procfast
  * wants by default. 0 or -1 with a message printed. */
 int options_parse(struct fuse_args *args, struct options *o);
+
+void options_free(struct options *o);
 
 void options_help(void);
 
