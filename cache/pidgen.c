@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cache/pid_view.h"
 #include "cache/procfile.h"
 #include "fs/cleanup.h"
 
@@ -23,6 +24,24 @@ static int use_pidfs;
 static int pidfd_open_any(pid_t pid, unsigned flags)
 {
 	return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+/* A pidfd of the source's task pid: in a pid view, the pid is translated,
+ * and translated again once the pidfd pins the task, so that a pid reused
+ * meanwhile outside the view is never taken for the view's. */
+static int task_pidfd(pid_t pid, unsigned flags)
+{
+	pid_t daemon_pid = pid_view_to_daemon(pid);
+	int fd;
+
+	if (!daemon_pid)
+		return -1;
+	fd = pidfd_open_any(daemon_pid, flags);
+	if (fd >= 0 && pid_view_active() && pid_view_to_daemon(pid) != daemon_pid) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* pidfs gives each struct pid its own inode number; older kernels give all
@@ -45,7 +64,7 @@ static int pidfs_usable(void)
 void pidgen_init(int srcfd, int same_ns)
 {
 	source_fd = srcfd;
-	use_pidfs = same_ns && pidfs_usable();
+	use_pidfs = (same_ns || pid_view_active()) && pidfs_usable();
 }
 
 const char *pidgen_method(void)
@@ -65,7 +84,7 @@ struct task_state {
 static void probe_pidfd(pid_t pid, struct task_state *ts)
 {
 	struct stat st;
-	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
+	__do_close int fd = task_pidfd(pid, PIDFD_THREAD);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	ts->err = fd < 0 || fstat(fd, &st) ? -ENOENT : 0;
@@ -132,7 +151,7 @@ int pidgen_exited(pid_t pid)
 int pidgen_is_leader(pid_t pid)
 {
 	if (use_pidfs) {
-		__do_close int fd = pidfd_open_any(pid, 0);
+		__do_close int fd = task_pidfd(pid, 0);
 
 		return fd >= 0;
 	}

@@ -18,6 +18,7 @@
 #include <linux/netlink.h>
 
 #include "cache/node.h"
+#include "cache/pid_view.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 
@@ -235,25 +236,46 @@ static void *notify_loop(void *unused)
 	return NULL;
 }
 
+static void leader_born(pid_t tgid)
+{
+	pid_t v = pid_view_leader_born(tgid);
+
+	if (v)
+		tgid_index_mark(v);
+}
+
+static void leader_exited(pid_t tgid)
+{
+	pid_t v = pid_view_leader_known(tgid);
+
+	pid_view_leader_gone(tgid);
+	if (v) {
+		tgid_index_exited(v);
+		queue_notice(1, v);
+	}
+}
+
+/* Events carry the daemon's pids; the index holds the view's. */
 static void on_event(const struct proc_event *ev)
 {
+	pid_t v;
+
 	switch (ev->what) {
 	case PROC_EVENT_FORK:
 		if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid)
-			tgid_index_mark(ev->event_data.fork.child_tgid);
+			leader_born(ev->event_data.fork.child_tgid);
 		break;
 	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
-		tgid_index_mark(ev->event_data.exec.process_tgid);
+		leader_born(ev->event_data.exec.process_tgid);
 		break;
 	case PROC_EVENT_EXIT:
-		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) {
-			tgid_index_exited(ev->event_data.exit.process_tgid);
-			queue_notice(1, ev->event_data.exit.process_tgid);
-		}
+		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid)
+			leader_exited(ev->event_data.exit.process_tgid);
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
-		queue_notice(0, ev->event_data.id.process_tgid);
+		if ((v = pid_view_leader_known(ev->event_data.id.process_tgid)))
+			queue_notice(0, v);
 		break;
 	default:
 		break;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache/hbitmap.h"
+#include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
@@ -116,6 +117,7 @@ int tgid_index_resync(void)
 			pid_t pid = (pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits));
 
 			tgid_index_mark(pid);
+			pid_view_leader_seen(pid);
 			if (pidgen_exited(pid))
 				tgid_index_exited(pid);
 		}

@@ -23,6 +23,8 @@
 
 #include <linux/kcmp.h>
 
+#include "cache/pid_view.h"
+#include "cache/pidgen.h"
 #include "cache/procfile.h"
 #include "fs/procfast.h"
 
@@ -42,23 +44,20 @@ int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid)
 	return 1;
 }
 
+/* kcmp takes the daemon's pids. */
 static int shares_files(pid_t a, pid_t b)
 {
-	return syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0) == 0;
+	pid_t da = pid_view_to_daemon(a), db = pid_view_to_daemon(b);
+
+	return da && db && syscall(SYS_kcmp, da, db, KCMP_FILES, 0, 0) == 0;
 }
 
 /* The thread group of a thread id looked up at the root; 0 for a leader. */
 static pid_t group_of_thread(const struct node *dir)
 {
-	int pidfd;
-
-	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid)
+	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid ||
+	    pidgen_is_leader(dir->owner.pid))
 		return 0;
-	pidfd = (int)syscall(SYS_pidfd_open, dir->owner.pid, 0);
-	if (pidfd >= 0) { /* only a leader has a thread-group pidfd */
-		close(pidfd);
-		return 0;
-	}
 	return procfile_tgid(pf.srcfd, dir->owner.pid);
 }
 

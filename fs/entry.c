@@ -38,7 +38,9 @@ int node_alive(const struct node *n)
  * the window before the exit event is handled. */
 static int process_cacheable(pid_t tgid)
 {
-	return tgid_index_live_leader(tgid) && !pidgen_exited(tgid);
+	/* With hidepid, what one caller may see another may not, and the
+	 * kernel's caches are shared by all callers. */
+	return !pf.hide_level && tgid_index_live_leader(tgid) && !pidgen_exited(tgid);
 }
 
 /* procfs keeps answering stat on an inode whose entry or process is gone

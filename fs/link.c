@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache/link_hints.h"
+#include "cache/pid_view.h"
 #include "fs/cleanup.h"
 #include "fs/ops.h"
 #include "fs/procfast.h"
@@ -140,14 +141,15 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
  * a caller outside the mount's pid namespace has neither (ENOENT). */
 static int read_caller_link(const struct node *n, const struct caller *c, char *buf, size_t len)
 {
-	pid_t tgid = caller_tgid(c);
+	pid_t tgid = pid_view_from_daemon(caller_tgid(c));
+	pid_t tid = pid_view_from_daemon(c->tid);
 
-	if (!tgid)
+	if (!tgid || !tid)
 		return -ENOENT;
 	if (!strcmp(n->name, "self"))
 		snprintf(buf, len, "%d", tgid);
 	else
-		snprintf(buf, len, "%d/task/%d", tgid, c->tid);
+		snprintf(buf, len, "%d/task/%d", tgid, tid);
 	return 0;
 }
 

@@ -9,18 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
-#include <linux/magic.h>
 
 #include "cache/node.h"
+#include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 #include "fs/options.h"
 #include "fs/procfast.h"
+#include "fs/source.h"
 
 static void usage(const char *prog)
 {
@@ -29,24 +29,6 @@ static void usage(const char *prog)
 	printf("\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
-}
-
-/* The source must be a procfs: anything else would be mirrored as if it were. */
-static int open_source(const char *source)
-{
-	struct statfs sf;
-	int fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0) {
-		fprintf(stderr, "procfast: source %s: %s\n", source, strerror(errno));
-		return -1;
-	}
-	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC) {
-		fprintf(stderr, "procfast: source %s is not a procfs\n", source);
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* Pids in the source are the daemon's own when its "self" names us. */
@@ -61,17 +43,41 @@ static int source_in_our_pid_ns(int srcfd)
 	return atoi(buf) == getpid();
 }
 
+static char source_path[64];
+
+/* Path operations (truncate, xattrs) reach a private instance through the
+ * daemon's fd of it. */
+static int open_source(const struct options *o)
+{
+	struct source_spec spec = { .path = o->source, .pidns = o->pidns, .hidepid = o->hidepid,
+				    .subset = o->subset, .gid = o->gid };
+	int nsfd, r;
+
+	pf.srcfd = source_open(&spec, &nsfd);
+	if (pf.srcfd < 0)
+		return -1;
+	if (source_is_private(&spec))
+		snprintf(source_path, sizeof(source_path), "/proc/self/fd/%d", pf.srcfd);
+	pf.source = source_is_private(&spec) ? source_path : o->source ? o->source : "/proc";
+	pf.hide_level = o->hide_level;
+	if ((r = pid_view_init(nsfd))) {
+		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns,
+			r == -ENOTTY ? "this kernel cannot translate pids (Linux 6.8 or later needed)"
+				     : strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
 static int setup(const struct options *o)
 {
 	int same_ns;
 
-	pf.source = o->source;
 	pf.read_only = o->read_only;
 	pf.no_dedup = o->no_dedup;
 	pf.entry_timeout = o->entry_timeout;
 	pf.attr_timeout = o->attr_timeout;
-	pf.srcfd = open_source(o->source);
-	if (pf.srcfd < 0)
+	if (open_source(o))
 		return -1;
 	pf.selfproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pf.selfproc < 0) {
@@ -195,8 +201,10 @@ int main(int argc, char *argv[])
 	}
 	if (!cmd.foreground)
 		log_to_syslog();
-	log_info("mirroring %s at %s (process index: %s, generations: %s)", pf.source,
-		 cmd.mountpoint, mode, pidgen_method());
+	log_info("mirroring %s%s%s at %s (process index: %s, generations: %s)",
+		 o.pidns ? "pid namespace " : o.source ? o.source : "/proc", o.pidns ? o.pidns : "",
+		 o.hidepid || o.subset ? " with procfs options" : "", cmd.mountpoint, mode,
+		 pidgen_method());
 	if (proc_events_run())
 		log_err("cannot start the event listener");
 	ret = serve(se, &cmd) ? 1 : 0;

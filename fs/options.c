@@ -16,6 +16,10 @@ static const struct fuse_opt option_spec[] = {
 	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
 	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
 	{ "nodedup", offsetof(struct options, no_dedup), 1 },
+	{ "pidns=%s", offsetof(struct options, pidns), 0 },
+	{ "hidepid=%s", offsetof(struct options, hidepid), 0 },
+	{ "subset=%s", offsetof(struct options, subset), 0 },
+	{ "gid=%s", offsetof(struct options, gid), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
@@ -78,6 +82,37 @@ static int timeout_valid(const char *name, double v)
 	return 0;
 }
 
+/* procfs's hidepid= values, by name or by number as mount(8) users give them. */
+static int hidepid_level(const char *v)
+{
+	static const char *const names[] = { "off", "noaccess", "invisible", NULL, "ptraceable" };
+
+	for (int i = 0; i < 5; i++)
+		if (names[i] && (!strcmp(v, names[i]) || (v[0] == '0' + i && !v[1])))
+			return i;
+	return -1;
+}
+
+static int procfs_options_valid(struct options *o)
+{
+	char *end;
+
+	if (o->hidepid && (o->hide_level = hidepid_level(o->hidepid)) < 0) {
+		fprintf(stderr, "procfast: hidepid=%s: must be off, noaccess, invisible or ptraceable\n",
+			o->hidepid);
+		return 0;
+	}
+	if (o->subset && strcmp(o->subset, "pid")) {
+		fprintf(stderr, "procfast: subset=%s: only subset=pid exists\n", o->subset);
+		return 0;
+	}
+	if (o->gid && (!*o->gid || strtoul(o->gid, &end, 10) > 0xfffffffeUL || *end)) {
+		fprintf(stderr, "procfast: gid=%s: must be a numeric group id\n", o->gid);
+		return 0;
+	}
+	return 1;
+}
+
 int options_parse(struct fuse_args *args, struct options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -88,8 +123,8 @@ int options_parse(struct fuse_args *args, struct options *o)
 		return -1;
 	if (o->npositional && take_positionals(args, o))
 		return -1;
-	if (!o->source)
-		o->source = strdup("/proc");
+	if (!procfs_options_valid(o))
+		return -1;
 	if (o->events && strcmp(o->events, "on") && strcmp(o->events, "off")) {
 		fprintf(stderr, "procfast: events=%s: must be on or off\n", o->events);
 		return -1;
@@ -117,6 +152,10 @@ void options_free(struct options *o)
 {
 	free(o->source);
 	free(o->events);
+	free(o->pidns);
+	free(o->hidepid);
+	free(o->subset);
+	free(o->gid);
 	free(o->positional[0]);
 	free(o->positional[1]);
 }
@@ -133,5 +172,9 @@ void options_help(void)
 	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n"
 	       "    -o events=on|off       follow process events (default on; off: list from scans)\n"
 	       "    -o event_rcvbuf=BYTES  event socket buffer (default 8 MiB)\n"
-	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n");
+	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n"
+	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
+	       "                           of it), as a procfs mounted inside it would\n"
+	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"
+	       "                           procfs's own options, with the kernel's meaning\n");
 }

@@ -15,6 +15,11 @@ struct options {
 	char *events;         /* -o events=on|off */
 	int event_rcvbuf;     /* -o event_rcvbuf=BYTES */
 	unsigned scan_ms;     /* -o scan_lifetime=MS, without events */
+	char *pidns;          /* -o pidns=FILE */
+	char *hidepid;        /* -o hidepid=, subset=, gid=: procfs's own */
+	int hide_level;       /* hidepid as a number: 0, 1, 2 or 4 */
+	char *subset;
+	char *gid;
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;
 };

@@ -17,6 +17,7 @@ struct procfast {
 	int selfproc;        /* the daemon's own /proc, for facts about callers */
 	int read_only;
 	int no_dedup;        /* -o nodedup: the kernel's layout for thread fd/ */
+	int hide_level;      /* hidepid: 0 off, 1 noaccess, 2 invisible, 4 ptraceable */
 	double entry_timeout; /* kernel cache lifetimes, for what may be cached */
 	double attr_timeout;
 };

@@ -99,6 +99,15 @@ static int add(fuse_req_t req, char *out, size_t size, size_t *used, const char 
 	return 1;
 }
 
+/* hidepid=invisible and =ptraceable hide the processes the caller may not
+ * trace from the listing too: the source, asked as the caller, knows. */
+static int visible(const char *name)
+{
+	struct stat st;
+
+	return pf.hide_level < 2 || fstatat(pf.srcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
 {
 	size_t used = 0;
@@ -114,6 +123,8 @@ size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
 	for (int64_t tgid = tgid_index_next(off > TGID_OFFSET ? (uint32_t)(off - TGID_OFFSET) : 0);
 	     tgid >= 0; tgid = tgid_index_next((uint32_t)tgid + 1)) {
 		snprintf(name, sizeof(name), "%lld", (long long)tgid);
+		if (!visible(name))
+			continue;
 		if (!add(req, out, size, &used, name, DT_DIR, (ino_t)tgid, TGID_OFFSET + tgid + 1))
 			break;
 	}

@@ -1,0 +1,20 @@
+/* The procfs procfast mirrors. */
+#ifndef PROCFAST_SOURCE_H
+#define PROCFAST_SOURCE_H
+
+struct source_spec {
+	const char *path;    /* -o source=DIR: an existing procfs */
+	const char *pidns;   /* -o pidns=FILE: a pid namespace's nsfs file */
+	const char *hidepid; /* procfs's own options, given to a private instance */
+	const char *subset;
+	const char *gid;
+};
+
+/* Whether the spec asks for a private procfs instance. */
+int source_is_private(const struct source_spec *s);
+
+/* The source's root (O_PATH), or -1 with a one-line message printed. For
+ * pidns=, *nsfd gets the namespace file (else -1). */
+int source_open(const struct source_spec *s, int *nsfd);
+
+#endif
