@@ -51,16 +51,18 @@ static int open_source(const struct options *o)
 {
 	struct source_spec spec = { .path = o->source, .pidns = o->pidns, .hidepid = o->hidepid,
 				    .subset = o->subset, .gid = o->gid };
-	int nsfd, r;
+	struct source src;
+	int r;
 
-	pf.srcfd = source_open(&spec, &nsfd);
-	if (pf.srcfd < 0)
+	if (source_open(&spec, &src))
 		return -1;
+	pf.srcfd = src.root;
+	pf.indexfd = src.index;
 	if (source_is_private(&spec))
 		snprintf(source_path, sizeof(source_path), "/proc/self/fd/%d", pf.srcfd);
 	pf.source = source_is_private(&spec) ? source_path : o->source ? o->source : "/proc";
 	pf.hide_level = o->hide_level;
-	if ((r = pid_view_init(nsfd))) {
+	if ((r = pid_view_init(src.nsfd))) {
 		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns,
 			r == -ENOTTY ? "this kernel cannot translate pids (Linux 6.8 or later needed)"
 				     : strerror(-r));
@@ -89,8 +91,8 @@ static int setup(const struct options *o)
 	if (geteuid() == 0 && setgroups(0, NULL))
 		log_warn("setgroups: %s", strerror(errno));
 	same_ns = source_in_our_pid_ns(pf.srcfd);
-	pidgen_init(pf.srcfd, same_ns);
-	tgid_index_init(pf.srcfd);
+	pidgen_init(pf.indexfd, same_ns);
+	tgid_index_init(pf.indexfd);
 	thread_dir_init(same_ns);
 	if (caller_init(pf.selfproc) || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");

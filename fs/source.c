@@ -58,6 +58,10 @@ static int set_option(int fs, const char *key, const char *value)
 /* A new procfs of the calling process's pid namespace; -errno on failure. */
 static int make_instance(const struct source_spec *s)
 {
+	static const struct source_spec plain;
+
+	if (!s)
+		s = &plain;
 	__do_close int fs = fsopen("proc", FSOPEN_CLOEXEC);
 	int mnt;
 
@@ -70,28 +74,29 @@ static int make_instance(const struct source_spec *s)
 	return mnt < 0 ? -errno : mnt;
 }
 
-static int send_fd(int sock, int fd, int err)
+/* Both instances, or an error, in one message. */
+static int send_fds(int sock, const int fds[2], int err)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char cbuf[CMSG_SPACE(2 * sizeof(int))] = { 0 };
 	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (fd >= 0) {
+	if (!err) {
 		msg.msg_control = cbuf;
 		msg.msg_controllen = sizeof(cbuf);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, 2 * sizeof(int));
 	}
 	return sendmsg(sock, &msg, 0) < 0 ? -1 : 0;
 }
 
-static int recv_fd(int sock)
+static int recv_fds(int sock, int fds[2])
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	int err = -EIO, fd = -1;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	int err = -EIO;
 	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
@@ -100,9 +105,25 @@ static int recv_fd(int sock)
 	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) <= 0)
 		return -EIO;
 	c = CMSG_FIRSTHDR(&msg);
-	if (c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd >= 0 ? fd : err;
+	if (err || !c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return err ? err : -EIO;
+	memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+	return 0;
+}
+
+/* The mirror's instance, and a plain one for the process index: hidepid=
+ * would hide processes from the daemon's own scans too. */
+static int make_instances(const struct source_spec *s, int fds[2])
+{
+	fds[0] = make_instance(s);
+	if (fds[0] < 0)
+		return fds[0];
+	fds[1] = make_instance(NULL);
+	if (fds[1] < 0) {
+		close(fds[0]);
+		return fds[1];
+	}
+	return 0;
 }
 
 /* procfs takes its pid namespace from the process that creates it, and
@@ -114,26 +135,26 @@ static void instance_in_namespace(int nsfd, int sock, const struct source_spec *
 	int status = 0;
 
 	if (setns(nsfd, CLONE_NEWPID)) {
-		send_fd(sock, -1, -errno);
+		send_fds(sock, NULL, -errno);
 		_exit(1);
 	}
 	child = fork();
 	if (child == 0) {
-		int fd = make_instance(s);
+		int fds[2] = { -1, -1 };
 
-		send_fd(sock, fd, fd < 0 ? fd : 0);
+		send_fds(sock, fds, make_instances(s, fds));
 		_exit(0);
 	}
 	if (child < 0) /* ENOMEM: the namespace's init has exited */
-		send_fd(sock, -1, errno == ENOMEM ? -ESRCH : -errno);
+		send_fds(sock, NULL, errno == ENOMEM ? -ESRCH : -errno);
 	else
 		waitpid(child, &status, 0);
 	_exit(0);
 }
 
-static int instance_of_namespace(int nsfd, const struct source_spec *s)
+static int instances_of_namespace(int nsfd, const struct source_spec *s, int fds[2])
 {
-	int sv[2], fd;
+	int sv[2], r;
 	pid_t child;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
@@ -144,11 +165,11 @@ static int instance_of_namespace(int nsfd, const struct source_spec *s)
 		instance_in_namespace(nsfd, sv[1], s);
 	}
 	close(sv[1]);
-	fd = child < 0 ? -errno : recv_fd(sv[0]);
+	r = child < 0 ? -errno : recv_fds(sv[0], fds);
 	close(sv[0]);
 	if (child > 0)
 		waitpid(child, NULL, 0);
-	return fd;
+	return r;
 }
 
 static int open_pidns(const char *path)
@@ -164,26 +185,31 @@ static int open_pidns(const char *path)
 	return move_fd(&fd);
 }
 
-static int open_private(const struct source_spec *s, int *nsfd)
+static int open_private(const struct source_spec *s, struct source *src)
 {
-	int fd;
+	int fds[2] = { -1, -1 }, r;
 
-	if (s->pidns && (*nsfd = open_pidns(s->pidns)) < 0)
+	if (s->pidns && (src->nsfd = open_pidns(s->pidns)) < 0)
 		return -1;
-	fd = *nsfd >= 0 ? instance_of_namespace(*nsfd, s) : make_instance(s);
-	if (fd == -ESRCH)
+	r = src->nsfd >= 0 ? instances_of_namespace(src->nsfd, s, fds) : make_instances(s, fds);
+	if (r == -ESRCH)
 		return fail(s->pidns, "the pid namespace has no init process any more");
-	if (fd < 0)
-		return fail("cannot make a procfs instance", strerror(-fd));
-	return fd;
+	if (r < 0)
+		return fail("cannot make a procfs instance", strerror(-r));
+	src->root = fds[0];
+	src->index = fds[1];
+	return 0;
 }
 
-int source_open(const struct source_spec *s, int *nsfd)
+int source_open(const struct source_spec *s, struct source *src)
 {
-	*nsfd = -1;
+	src->root = src->index = src->nsfd = -1;
 	if (s->path && source_is_private(s)) {
 		fprintf(stderr, "procfast: source= cannot be combined with pidns=, hidepid=, subset= or gid=\n");
 		return -1;
 	}
-	return source_is_private(s) ? open_private(s, nsfd) : open_path(s->path ? s->path : "/proc");
+	if (source_is_private(s))
+		return open_private(s, src);
+	src->root = src->index = open_path(s->path ? s->path : "/proc");
+	return src->root < 0 ? -1 : 0;
 }

@@ -13,8 +13,13 @@ struct source_spec {
 /* Whether the spec asks for a private procfs instance. */
 int source_is_private(const struct source_spec *s);
 
-/* The source's root (O_PATH), or -1 with a one-line message printed. For
- * pidns=, *nsfd gets the namespace file (else -1). */
-int source_open(const struct source_spec *s, int *nsfd);
+struct source {
+	int root;  /* what is mirrored */
+	int index; /* the same processes, unhidden: what the process index scans */
+	int nsfd;  /* pidns=: the namespace file, else -1 */
+};
+
+/* 0, or -1 with a one-line message printed. */
+int source_open(const struct source_spec *s, struct source *src);
 
 #endif

@@ -41,6 +41,9 @@ def do(kind, path, arg):
             return ["ok", "".join(l for l in lines if not l.startswith(tuple(arg)))]
         if kind == "listdir":
             return ["ok", sorted(os.listdir(path))]
+        if kind == "listdir_subset":   # which of the names given (templates) are listed
+            names = {a.replace("{self}", me) for a in arg}
+            return ["ok", sorted(set(os.listdir(path)) & names)]
         if kind == "readlink":
             return ["ok", os.readlink(path)]
         if kind == "stat":
