@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <pthread.h>
 
 #include "fs/log.h"
 
 static struct cds_lfht *table;
+static struct cds_lfht *by_id;
 static struct node *root;
-static _Atomic uint64_t next_serial = 2;
+static _Atomic uint64_t next_serial;
 static _Atomic long live_nodes;
 
 /* FNV-1a over the parent's uid and the name: cheap and good enough for a
@@ -89,11 +91,49 @@ static void node_free_rcu(struct rcu_head *head)
 	node_free(caa_container_of(head, struct node, rcu));
 }
 
+static unsigned long id_hash(uint64_t id)
+{
+	return (unsigned long)(id * 0x9e3779b97f4a7c15ULL);
+}
+
+static int id_match(struct cds_lfht_node *ht_node, const void *key)
+{
+	return caa_container_of(ht_node, struct node, by_id)->serial == *(const uint64_t *)key;
+}
+
+struct node *node_from_ino(uint64_t ino)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *ht;
+
+	if (ino == NODE_ROOT_ID)
+		return root;
+	rcu_thread_register_once();
+	rcu_read_lock();
+	cds_lfht_lookup(by_id, id_hash(ino), id_match, &ino, &iter);
+	ht = cds_lfht_iter_get_node(&iter);
+	rcu_read_unlock();
+	/* The kernel holds a reference on a node it names: it stays. */
+	return ht ? caa_container_of(ht, struct node, by_id) : NULL;
+}
+
+/* Above every id an earlier daemon on this connection gave out: it could
+ * not hand out ids faster than one per nanosecond of its life. */
+static uint64_t first_serial(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + 2;
+}
+
 int node_table_init(void)
 {
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
-	if (!table)
+	by_id = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	if (!table || !by_id)
 		return -ENOMEM;
+	atomic_store(&next_serial, first_serial());
 	root = node_alloc(".", "");
 	if (!root)
 		return -ENOMEM;
@@ -114,13 +154,16 @@ void node_table_destroy(void)
 	rcu_thread_register_once();
 	rcu_read_lock();
 	cds_lfht_for_each_entry(table, &iter, n, by_name) {
+		cds_lfht_del(by_id, &n->by_id);
 		if (!cds_lfht_del(table, &n->by_name))
 			call_rcu(&n->rcu, node_free_rcu);
 	}
 	rcu_read_unlock();
 	rcu_barrier();
 	cds_lfht_destroy(table, NULL);
+	cds_lfht_destroy(by_id, NULL);
 	table = NULL;
+	by_id = NULL;
 	node_free(root);
 	root = NULL;
 }
@@ -196,6 +239,7 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	/* Two racing lookups may both add one: each is a valid node, the
 	 * kernel keeps whichever it was told last. */
 	rcu_read_lock();
+	cds_lfht_add(by_id, id_hash(n->serial), &n->by_id);
 	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
 	rcu_read_unlock();
 	return n;
@@ -217,6 +261,7 @@ void node_forget(struct node *n, uint64_t count)
 		return;
 	rcu_thread_register_once();
 	rcu_read_lock();
+	cds_lfht_del(by_id, &n->by_id);
 	if (!cds_lfht_del(table, &n->by_name))
 		call_rcu(&n->rcu, node_free_rcu);
 	rcu_read_unlock();

@@ -28,6 +28,7 @@ enum node_kind {
 
 struct node {
 	struct cds_lfht_node by_name;
+	struct cds_lfht_node by_id;
 	struct rcu_head rcu;
 	uint64_t serial;         /* never reused: keys children, FUSE generation */
 	uint64_t parent_serial;
@@ -84,18 +85,18 @@ void node_remember(struct node *n, const struct stat *st);
 /* Drops n lookup references; frees the node (after a grace period) at zero. */
 void node_forget(struct node *n, uint64_t count);
 
-/* FUSE's node ids: 1 is the root, the others are node addresses (the kernel
- * only sends ids it was given and still holds). */
+/* FUSE's node ids: 1 is the root, the others are serials. Serials start at
+ * the boot-time clock in nanoseconds when the table is made, so the ids of a
+ * daemon restarted on the same connection never meet those the kernel still
+ * holds from its predecessor: those are unknown here (node_from_ino gives
+ * NULL) and answered with ESTALE (fs/stale.c). */
 #define NODE_ROOT_ID 1
 
-static inline struct node *node_from_ino(uint64_t ino)
-{
-	return ino == NODE_ROOT_ID ? node_root() : (struct node *)(uintptr_t)ino;
-}
+struct node *node_from_ino(uint64_t ino);
 
 static inline uint64_t node_ino(const struct node *n)
 {
-	return n->kind == NODE_ROOT ? NODE_ROOT_ID : (uint64_t)(uintptr_t)n;
+	return n->serial;
 }
 
 /* Registers the calling thread with RCU once (libfuse makes and ends worker

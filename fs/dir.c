@@ -34,6 +34,12 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct caller c;
 	int r;
 
+	/* The root is listed from the index by offset alone: no handle, so a
+	 * handle of an earlier daemon on the root is as good as any (stale.c). */
+	if (ino == FUSE_ROOT_ID) {
+		fi->fh = 0;
+		return (void)fuse_reply_open(req, fi);
+	}
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
@@ -100,10 +106,13 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
-	pthread_mutex_lock(&h->lock);
-	if (ino == FUSE_ROOT_ID)
+	if (ino == FUSE_ROOT_ID) {
 		used = (ssize_t)root_dir_fill(req, out, size, off);
-	else if (thread_dir_listed(node_from_ino(ino)))
+		caller_leave();
+		return (void)fuse_reply_buf(req, out, (size_t)used);
+	}
+	pthread_mutex_lock(&h->lock);
+	if (thread_dir_listed(node_from_ino(ino)))
 		used = thread_dir_fill(req, node_from_ino(ino), out, size, off);
 	else if (lseek(h->fd, off, SEEK_SET) < 0)
 		used = -errno;
@@ -120,7 +129,8 @@ void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
 
-	(void)ino;
+	if (ino == FUSE_ROOT_ID)
+		return (void)fuse_reply_err(req, 0);
 	close(h->fd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);

@@ -280,8 +280,12 @@ void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 
 void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	for (size_t i = 0; i < count; i++)
-		node_forget(node_from_ino(forgets[i].ino), forgets[i].nlookup);
+	for (size_t i = 0; i < count; i++) {
+		struct node *n = node_from_ino(forgets[i].ino);
+
+		if (n) /* else a node of an earlier daemon (stale.c) */
+			node_forget(n, forgets[i].nlookup);
+	}
 	fuse_reply_none(req);
 }
 
@@ -315,7 +319,7 @@ void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct caller c;
 	int r;
 
-	if (fi)
+	if (fi && ino != FUSE_ROOT_ID) /* the root has no handle (dir.c) */
 		return reply_handle_stat(req, node_from_ino(ino), fi);
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))

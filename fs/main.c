@@ -21,6 +21,7 @@
 #include "fs/options.h"
 #include "fs/procfast.h"
 #include "fs/source.h"
+#include "fs/supervisor.h"
 
 static void usage(const char *prog)
 {
@@ -142,14 +143,56 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 	return r;
 }
 
+static void events_config(const struct options *o, struct proc_events_config *events)
+{
+	events->disabled = o->events && !strcmp(o->events, "off");
+	events->rcvbuf = o->event_rcvbuf;
+	events->fallback_ms = o->scan_ms;
+}
+
+/* One server: the process that answers requests, with all the threads. */
+static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
+		      const struct options *o, enum supervisor_role role)
+{
+	struct proc_event_hooks hooks = { 0 };
+	struct proc_events_config events = { 0 };
+	const char *mode;
+	int r;
+
+	if (fuse_set_signal_handlers(se))
+		return 1;
+	invalidate_init(se, &hooks);
+	events_config(o, &events);
+	mode = proc_events_start(&events, &hooks);
+	/* Threads die in fork(): the node table's resize worker and the event
+	 * threads start only in the process that serves. */
+	if (node_table_init()) {
+		log_err("cannot create the node table");
+		return 1;
+	}
+	if (role == SERVE_RESUMED)
+		supervisor_replay_init(se);
+	log_info("%s %s%s%s at %s (process index: %s, generations: %s)",
+		 role == SERVE_RESUMED ? "serving again: mirroring" : "mirroring",
+		 o->pidns ? "pid namespace " : o->source ? o->source : "/proc", o->pidns ? o->pidns : "",
+		 o->hidepid || o->subset ? " with procfs options" : "", cmd->mountpoint, mode,
+		 pidgen_method());
+	if (proc_events_run())
+		log_err("cannot start the event listener");
+	/* A positive value is the signal that ended the loop (SIGTERM from
+	 * "systemctl stop", kill, or the supervisor): a normal end. */
+	r = serve(se, cmd) < 0 ? 1 : 0;
+	proc_events_stop();
+	fuse_remove_signal_handlers(se);
+	return r;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
-	struct proc_event_hooks hooks = { 0 };
-	struct proc_events_config events = { 0 };
-	const char *mode;
+	enum supervisor_role role = SERVE_FIRST;
 	struct options o;
 	int ret = 1;
 
@@ -180,41 +223,29 @@ int main(int argc, char *argv[])
 	}
 	if (setup(&o))
 		goto out;
-	events.disabled = o.events && !strcmp(o.events, "off");
-	events.rcvbuf = o.event_rcvbuf;
-	events.fallback_ms = o.scan_ms;
-	se = fuse_session_new(&args, &procfast_ops, sizeof(procfast_ops), NULL);
+	/* A supervised server reads through its own clones of the session fd
+	 * (supervisor.c). */
+	if (!o.no_restart)
+		cmd.clone_fd = 1;
+	se = fuse_session_new(&args, procfast_ops(), sizeof(struct fuse_lowlevel_ops), NULL);
 	if (!se)
 		goto out;
-	if (fuse_set_signal_handlers(se))
-		goto out_session;
-	invalidate_init(se, &hooks);
-	mode = proc_events_start(&events, &hooks);
 	if (fuse_session_mount(se, cmd.mountpoint))
-		goto out_handlers;
+		goto out_session;
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
 		goto out_unmount;
-	/* Threads die in fork(): the node table's resize worker and the event
-	 * threads start only in the process that serves. */
-	if (node_table_init()) {
-		log_err("cannot create the node table");
-		goto out_unmount;
-	}
 	if (!cmd.foreground)
 		log_to_syslog();
-	log_info("mirroring %s%s%s at %s (process index: %s, generations: %s)",
-		 o.pidns ? "pid namespace " : o.source ? o.source : "/proc", o.pidns ? o.pidns : "",
-		 o.hidepid || o.subset ? " with procfs options" : "", cmd.mountpoint, mode,
-		 pidgen_method());
-	if (proc_events_run())
-		log_err("cannot start the event listener");
-	ret = serve(se, &cmd) ? 1 : 0;
-	proc_events_stop();
+	if (!o.no_restart)
+		role = supervisor_run(se, &ret);
+	if (role != SUPERVISOR_DONE) {
+		ret = run_server(se, &cmd, &o, role);
+		if (!o.no_restart) /* a server leaves the mount to its supervisor */
+			goto out_session;
+	}
 out_unmount:
 	fuse_session_unmount(se);
-out_handlers:
-	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
 	proc_events_stop();

@@ -1,6 +1,8 @@
 /* The operation table and the session-wide settings negotiated at INIT. */
 #include "fs/ops.h"
 #include "fs/procfast.h"
+#include "fs/stale.h"
+#include "fs/supervisor.h"
 
 struct procfast pf = { .srcfd = -1, .selfproc = -1 };
 
@@ -15,35 +17,14 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
 	/* Never let the kernel cache symlink texts: "self" differs per caller. */
 	conn->want &= ~FUSE_CAP_CACHE_SYMLINKS;
+	supervisor_connection_ready();
 }
 
-const struct fuse_lowlevel_ops procfast_ops = {
-	.init = pf_init,
-	.lookup = pf_lookup,
-	.forget = pf_forget,
-	.forget_multi = pf_forget_multi,
-	.getattr = pf_getattr,
-	.setattr = pf_setattr,
-	.access = pf_access,
-	.statfs = pf_statfs,
-	.getxattr = pf_getxattr,
-	.listxattr = pf_listxattr,
-	.setxattr = pf_setxattr,
-	.removexattr = pf_removexattr,
-	.readlink = pf_readlink,
-	.opendir = pf_opendir,
-	.readdir = pf_readdir,
-	.releasedir = pf_releasedir,
-	.open = pf_open,
-	.read = pf_read,
-	.write = pf_write,
-	.release = pf_release,
-	.mknod = pf_mknod,
-	.mkdir = pf_mkdir,
-	.unlink = pf_unlink,
-	.rmdir = pf_rmdir,
-	.symlink = pf_symlink,
-	.create = pf_create,
-	.rename = pf_rename,
-	.link = pf_link,
-};
+const struct fuse_lowlevel_ops *procfast_ops(void)
+{
+	static struct fuse_lowlevel_ops ops = { .init = pf_init };
+
+	if (!ops.lookup)
+		stale_guard_ops(&ops);
+	return &ops;
+}

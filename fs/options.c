@@ -16,6 +16,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
 	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
 	{ "nodedup", offsetof(struct options, no_dedup), 1 },
+	{ "norestart", offsetof(struct options, no_restart), 1 },
 	{ "pidns=%s", offsetof(struct options, pidns), 0 },
 	{ "hidepid=%s", offsetof(struct options, hidepid), 0 },
 	{ "subset=%s", offsetof(struct options, subset), 0 },
@@ -173,6 +174,7 @@ void options_help(void)
 	       "    -o events=on|off       follow process events (default on; off: list from scans)\n"
 	       "    -o event_rcvbuf=BYTES  event socket buffer (default 8 MiB)\n"
 	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n"
+	       "    -o norestart           no supervisor: the mount ends with the daemon\n"
 	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
 	       "                           of it), as a procfs mounted inside it would\n"
 	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"

@@ -9,6 +9,7 @@ struct options {
 	int read_only;     /* -o ro (also given to the kernel) */
 	int no_allow_other;
 	int no_dedup;         /* -o nodedup */
+	int no_restart;       /* -o norestart: no supervisor */
 	int has_allow_other;
 	double entry_timeout; /* -o entry_timeout=SECONDS, for names that live as long as their directory */
 	double attr_timeout;  /* -o attr_timeout=SECONDS */

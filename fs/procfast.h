@@ -25,7 +25,7 @@ struct procfast {
 
 extern struct procfast pf;
 
-extern const struct fuse_lowlevel_ops procfast_ops;
+const struct fuse_lowlevel_ops *procfast_ops(void);
 
 /* Source path of a child: "PID" under the root, "PID/fd" below. ENAMETOOLONG
  * when it does not fit PATH_MAX, as the kernel would say. */

@@ -37,6 +37,21 @@ class Mount:
                 self.close()
                 raise RuntimeError("procfast did not mount: " + self.output())
             time.sleep(0.02)
+        # the server's first line says how it indexes processes (tests read it)
+        while "mirroring" not in self.output() and time.time() < deadline:
+            time.sleep(0.02)
+
+    def server_pid(self):
+        """The process that serves: the supervisor's child (see fs/supervisor.c), or the
+        daemon itself with -o norestart."""
+        deadline = time.time() + 10
+        while True:
+            kids = open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)).read()
+            if kids.split():
+                return int(kids.split()[0])
+            if self.proc.poll() is not None or time.time() > deadline:
+                return self.proc.pid
+            time.sleep(0.02)
 
     def _mounted(self):
         with open("/proc/self/mounts") as f:

@@ -210,12 +210,13 @@ def test_forced_enobufs_rescans(mount_with):
     assert "process index: events" in m.output()
     # The daemon is stopped during the burst so that the socket overflows
     # whatever the machine's speed (a sanitizer build forks slowly).
+    server = m.server_pid()
     for _ in range(5):
-        os.kill(m.proc.pid, signal.SIGSTOP)
+        os.kill(server, signal.SIGSTOP)
         try:
             fork_burst(1500, parallel=2)
         finally:
-            os.kill(m.proc.pid, signal.SIGCONT)
+            os.kill(server, signal.SIGCONT)
         deadline = time.time() + 3
         while "process events lost (ENOBUFS)" not in m.output() and time.time() < deadline:
             time.sleep(0.05)
@@ -239,14 +240,15 @@ def test_enobufs_with_stale_queued_fork(mount_with):
     event is queued), a burst overflows the socket, and the process exits (its EXIT
     event is lost). After the rescan the process must not be listed."""
     m = mount_with("event_rcvbuf=4096")
-    os.kill(m.proc.pid, signal.SIGSTOP)
+    server = m.server_pid()
+    os.kill(server, signal.SIGSTOP)
     try:
         s = subprocess.Popen(["sleep", "600"])
         fork_burst(1000)
         s.kill()
         s.wait()
     finally:
-        os.kill(m.proc.pid, signal.SIGCONT)
+        os.kill(server, signal.SIGCONT)
     wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
     time.sleep(0.5)
     assert s.pid not in pids_of(m.path), \

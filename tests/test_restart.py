@@ -1,0 +1,177 @@
+"""The mount outlives its server (fs/supervisor.c): a server killed with SIGKILL is
+replaced on the same FUSE connection, and binds of the mount in other mount namespaces
+work again without ENOTCONN. What a restart costs is documented: handles opened before
+it answer ESTALE, new lookups work."""
+import errno
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BIN, Mount, Stepper, kill_tree
+
+
+def new_server(m, old, timeout=10):
+    deadline = time.time() + timeout
+    while True:
+        pid = m.server_pid()
+        if pid != old and pid != m.proc.pid:
+            return pid
+        assert time.time() < deadline, "no new server:\n" + m.output()
+        time.sleep(0.02)
+
+
+def gone(pid, timeout=10):
+    deadline = time.time() + timeout
+    while os.path.exists("/proc/%d" % pid):
+        if open("/proc/%d/stat" % pid).read().split(") ")[1][0] == "Z":
+            return
+        assert time.time() < deadline, "process %d still there" % pid
+        time.sleep(0.02)
+
+
+BOUND = r'''
+import os, sys
+# this process lives in its own mount namespace where the mount is bound over /proc
+print(flush=True)
+while sys.stdin.readline():
+    try:
+        with open("/proc/self/stat") as f:
+            print(f.read().split()[0] == str(os.getpid()), flush=True)
+    except OSError as e:
+        print("errno", e.errno, flush=True)
+'''
+
+
+def test_sigkill_server_bind_in_other_namespace_answers_again(mount_with):
+    m = mount_with()
+    server = m.server_pid()
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                          "mount --bind %s /proc && exec /usr/bin/python3 -c '%s'" % (m.path, BOUND)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "\n"
+
+        def ask():
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            return p.stdout.readline().strip()
+        assert ask() == "True"
+        os.kill(server, signal.SIGKILL)
+        gone(server)
+        assert ask() == "True"
+        # the real tools in that namespace too
+        r = subprocess.run(["nsenter", "-t", str(p.pid), "-m", "ps", "-p", str(p.pid), "-o",
+                            "pid="], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout.split() == [str(p.pid)], r
+        assert "server %d killed by signal 9" % server in m.output()
+        assert "serving again" in m.output()
+        new = new_server(m, server)
+        assert new != server
+    finally:
+        kill_tree(p)
+
+
+def test_requests_queued_while_down_are_served_by_the_next(mount_with):
+    """A request made while no server runs waits in the kernel's queue and is answered by
+    the next server: no error at all."""
+    m = mount_with()
+    server = m.server_pid()
+    result = {}
+
+    def reader():
+        try:
+            with open(m.p("self", "stat")) as f:
+                result["pid"] = f.read().split()[0]
+        except OSError as e:
+            result["errno"] = e.errno
+    os.kill(server, signal.SIGSTOP)   # no request is taken from now on
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.3)
+    assert t.is_alive(), "request answered by a stopped server?"
+    os.kill(server, signal.SIGKILL)
+    t.join(20)
+    assert not t.is_alive(), "request never answered"
+    assert result == {"pid": str(os.getpid())}, result
+
+
+def test_handles_from_before_answer_estale_and_new_opens_work(mount_with):
+    m = mount_with()
+    server = m.server_pid()
+    f = open(m.p("self", "status"), "rb", buffering=0)
+    d = os.open(m.p(1), os.O_RDONLY | os.O_DIRECTORY)
+    root = os.open(m.path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert f.read(5) == b"Name:"
+        os.kill(server, signal.SIGKILL)
+        gone(server)
+        new_server(m, server)
+        with pytest.raises(OSError) as e:
+            f.read(10)
+        assert e.value.errno == errno.ESTALE
+        with pytest.raises(OSError) as e:
+            os.listdir(d)
+        assert e.value.errno == errno.ESTALE
+        # the root needs no handle state: listing through the old handle still works
+        assert "1" in os.listdir(root)
+        # paths are looked up again: same names, same contents as /proc
+        with open(m.p(1, "stat")) as a, open("/proc/1/stat") as b:
+            assert a.read().split()[:5] == b.read().split()[:5]
+        assert sorted(os.listdir(m.p(1))) == sorted(os.listdir("/proc/1"))
+    finally:
+        f.close()
+        os.close(d)
+        os.close(root)
+
+
+def test_sigterm_to_the_supervisor_unmounts():
+    m = Mount()
+    server = m.server_pid()
+    m.proc.send_signal(signal.SIGTERM)
+    assert m.proc.wait(timeout=10) == 0, m.output()
+    gone(server)
+    assert not m._mounted()
+    m.close()
+
+
+def test_a_server_that_keeps_dying_ends_the_mount():
+    """Five deaths within ten seconds: restarting would not help; the supervisor unmounts
+    and exits 1 instead of looping."""
+    m = Mount()
+    try:
+        last = None
+        for _ in range(5):
+            pid = new_server(m, last)
+            os.kill(pid, signal.SIGKILL)
+            gone(pid)
+            last = pid
+            if m.proc.poll() is not None:
+                break
+        assert m.proc.wait(timeout=10) == 1
+        assert "servers keep dying" in m.output()
+        assert not m._mounted()
+    finally:
+        if m.proc.poll() is None:
+            m.proc.kill()
+        if m._mounted():
+            subprocess.run(["umount", "-l", m.path])
+        os.rmdir(m.path)
+        os.unlink(m.log.name)
+
+
+def test_norestart_fails_fast(mount_with):
+    """Without the supervisor a killed daemon leaves a dead mount that answers ENOTCONN at
+    once (no hang), as any FUSE mount."""
+    m = mount_with("norestart")
+    assert m.server_pid() == m.proc.pid
+    m.proc.kill()
+    m.proc.wait()
+    r = subprocess.run(["stat", m.p("self")], capture_output=True, text=True, timeout=10)
+    assert r.returncode != 0 and "not connected" in r.stderr, r
+    subprocess.run(["umount", "-l", m.path], check=True)
+    m.proc = subprocess.Popen(["true"])  # close() expects a process that exits 0
