@@ -54,7 +54,8 @@ def processes_of(path):
 def package():
     """Builds the .deb and installs it; purges it afterwards if the test has not."""
     if installed():
-        pytest.skip("a procfast package is already installed on this machine: not replacing it")
+        pytest.skip("a procfast package is already installed on this machine (packaging/quickstart.sh "
+                    "installs it): not replacing it; apt-get purge procfast to run this test")
     for path in FILES + ["/usr/local/sbin/procfast"]:
         assert not os.path.lexists(path), \
             "%s exists without the package: it would be overwritten or shadow the package" % path
