@@ -199,7 +199,9 @@ int main(int argc, char *argv[])
 		 cmd.mountpoint, mode, pidgen_method());
 	if (proc_events_run())
 		log_err("cannot start the event listener");
-	ret = serve(se, &cmd) ? 1 : 0;
+	/* A positive value is the signal that ended the loop: SIGTERM from
+	 * "systemctl stop" or kill, SIGINT; the mount is removed as after umount. */
+	ret = serve(se, &cmd) < 0 ? 1 : 0;
 	proc_events_stop();
 out_unmount:
 	fuse_session_unmount(se);
