@@ -14,6 +14,10 @@ if [ "$version" != "$spec_version" ]; then
 	echo "build-rpm.sh: CMakeLists.txt has $version, procfast.spec $spec_version" >&2
 	exit 1
 fi
+if [ -d "$top" ] && [ ! -d "$top/SOURCES" ] && [ -n "$(ls -A "$top")" ]; then
+	echo "build-rpm.sh: $top is not an rpmbuild directory: not removing it" >&2
+	exit 1
+fi
 rm -rf "$top"
 mkdir -p "$top/SOURCES"
 git ls-files -z | tar --null -T - --transform "s,^,procfast-$version/," -czf "$top/SOURCES/procfast-$version.tar.gz"
