@@ -23,7 +23,10 @@ LINK = "/usr/local/sbin/procfast"
 @pytest.fixture(scope="module", autouse=True)
 def procfast_in_system_path():
     target = os.path.realpath(BIN)
-    ours = lambda: os.path.islink(LINK) and os.readlink(LINK) == target  # noqa: E731
+
+    def ours():
+        return os.path.islink(LINK) and os.readlink(LINK) == target
+
     if os.path.lexists(LINK) and not ours():
         pytest.fail("%s exists and is not a link to %s: not replacing it" % (LINK, target))
     if not ours():
