@@ -24,6 +24,16 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
+	/* mount(8) passes these VFS flags on and libfuse 3.14 refuses them;
+	 * times come from the source, so they change nothing here. */
+	FUSE_OPT_KEY("relatime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("strictatime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nodiratime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("lazytime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("silent", FUSE_OPT_KEY_DISCARD),
+	/* fstab words that mount(8) drops but mount.fuse3 run by hand passes on */
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_END
 };
 
@@ -31,7 +41,6 @@ static int option_key(void *data, const char *arg, int key, struct fuse_args *ou
 {
 	struct options *o = data;
 
-	(void)arg;
 	(void)outargs;
 	switch (key) {
 	case KEY_RO:
@@ -43,6 +52,9 @@ static int option_key(void *data, const char *arg, int key, struct fuse_args *ou
 	case KEY_NO_ALLOW_OTHER:
 		o->no_allow_other = 1;
 		return 0;
+	case FUSE_OPT_KEY_OPT:
+		/* x-* options are for other programs (systemd, mount(8)) */
+		return strncmp(arg, "x-", 2) ? 1 : 0;
 	case FUSE_OPT_KEY_NONOPT:
 		/* mount.fuse3 runs "procfast DEVICE MOUNTPOINT -o ..." for
 		 * "-t fuse.procfast": keep both and sort them out after. */
