@@ -35,6 +35,11 @@ def alive(pid):
         return False
 
 
+def parent(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 def daemons(mountpoint):
     """Live procfast processes with mountpoint among their arguments."""
     found = []
@@ -81,12 +86,17 @@ class SystemMount:
             self.close()
             raise AssertionError("mount %s %s: rc %d: %s" % (" ".join(args), path, r.returncode,
                                                              r.stderr))
+        # the supervisor and the server it runs (fs/supervisor.c)
         found = []
-        wait_for(lambda: found.extend(daemons(path)) or found, 10)
-        if len(found) != 1:
+        wait_for(lambda: found.extend(daemons(path)) or len(set(found)) == 2, 10)
+        self.pids = sorted(set(found))
+        sups = [p for p in self.pids if parent(p) not in self.pids]
+        if len(self.pids) != 2 or len(sups) != 1:
+            self.pid = None
             self.close()
-            raise AssertionError("expected one procfast daemon for %s, found %s" % (path, found))
-        self.pid = found[0]
+            raise AssertionError("expected a procfast supervisor and server for %s, found %s"
+                                 % (path, self.pids))
+        self.pid = sups[0]
 
     def run(self, cmd):
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=self.env,
@@ -100,16 +110,18 @@ class SystemMount:
         r = self.run(["umount", self.path])
         assert r.returncode == 0, "umount %s: %s" % (self.path, r.stderr)
         return mount_entry(self.path) is None and \
-            (self.pid is None or wait_for(lambda: not alive(self.pid), 20))
+            (self.pid is None or wait_for(lambda: not any(map(alive, self.pids)), 20))
 
     def close(self):
         """Undo everything, whatever state the test left; fails on sanitizer reports."""
         if mount_entry(self.path):
             if self.run(["umount", self.path]).returncode:
                 self.run(["umount", "-l", self.path])
-        if self.pid and not wait_for(lambda: not alive(self.pid), 20):
-            os.kill(self.pid, signal.SIGKILL)  # the daemon this mount started
-            wait_for(lambda: not alive(self.pid), 10)
+        if self.pid and not wait_for(lambda: not any(map(alive, self.pids)), 20):
+            for pid in self.pids:  # the daemon this mount started
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not any(map(alive, self.pids)), 10)
         reports = ""
         for name in os.listdir(self.logdir):
             with open(os.path.join(self.logdir, name), errors="replace") as f:
