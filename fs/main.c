@@ -121,6 +121,33 @@ static int already_procfast(const char *mountpoint)
 	return found;
 }
 
+/* One clear line for what most often stops a mount, before libfuse's own. */
+static int preflight(const char *mountpoint)
+{
+	struct stat st;
+	int fd;
+
+	errno = 0;
+	if (stat(mountpoint, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "procfast: mount point %s: %s\n", mountpoint,
+			strerror(errno ? errno : ENOTDIR));
+		return -1;
+	}
+	errno = 0;
+	if (stat("/dev/fuse", &st) || !S_ISCHR(st.st_mode)) {
+		fprintf(stderr, "procfast: /dev/fuse: %s (is the fuse module loaded?)\n",
+			errno ? strerror(errno) : "not a character device");
+		return -1;
+	}
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "procfast: /dev/fuse: %s\n", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
@@ -217,6 +244,8 @@ int main(int argc, char *argv[])
 	/* Two malloc arenas: worker threads come and go, and one arena each
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
+	if (preflight(cmd.mountpoint))
+		goto out;
 	if (already_procfast(cmd.mountpoint)) {
 		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
 		goto out;

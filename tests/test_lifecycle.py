@@ -73,3 +73,20 @@ def test_version_names_procfast_first():
     r = subprocess.run([BIN, "--version"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0
     assert r.stdout.splitlines()[0].startswith("procfast version ")
+
+
+def test_no_fuse_device_one_line():
+    """Without a usable /dev/fuse (here a regular file bound over it, in a private mount
+    namespace) procfast says so in one line and exits 1, mounting nothing."""
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        script = ("mount -t tmpfs none /dev/shm && touch /dev/shm/fuse && "
+                  "mount --bind /dev/shm/fuse /dev/fuse && exec %s %s" % (BIN, m))
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=30)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and "/dev/fuse" in lines[0], r
+        rc, lines = run_err("/etc/passwd")
+        assert rc == 1 and len(lines) == 1 and "Not a directory" in lines[0], lines
+    finally:
+        os.rmdir(m)
