@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,6 +221,8 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
 	enum supervisor_role role = SERVE_FIRST;
+	char resume_path[32];
+	int resume_fd = -1;
 	struct options o;
 	int ret = 1;
 
@@ -244,9 +247,10 @@ int main(int argc, char *argv[])
 	/* Two malloc arenas: worker threads come and go, and one arena each
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
-	if (preflight(cmd.mountpoint))
+	resume_fd = supervisor_resume_fd();
+	if (resume_fd < 0 && preflight(cmd.mountpoint))
 		goto out;
-	if (already_procfast(cmd.mountpoint)) {
+	if (resume_fd < 0 && already_procfast(cmd.mountpoint)) {
 		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
 		goto out;
 	}
@@ -259,7 +263,9 @@ int main(int argc, char *argv[])
 	se = fuse_session_new(&args, procfast_ops(), sizeof(struct fuse_lowlevel_ops), NULL);
 	if (!se)
 		goto out;
-	if (fuse_session_mount(se, cmd.mountpoint))
+	if (resume_fd >= 0)
+		snprintf(resume_path, sizeof(resume_path), "/dev/fd/%d", resume_fd);
+	if (fuse_session_mount(se, resume_fd >= 0 ? resume_path : cmd.mountpoint))
 		goto out_session;
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
@@ -267,14 +273,17 @@ int main(int argc, char *argv[])
 	if (!cmd.foreground)
 		log_to_syslog();
 	if (!o.no_restart)
-		role = supervisor_run(se, &ret);
+		role = supervisor_run(se, argv, resume_fd >= 0, &ret);
 	if (role != SUPERVISOR_DONE) {
 		ret = run_server(se, &cmd, &o, role);
 		if (!o.no_restart) /* a server leaves the mount to its supervisor */
 			goto out_session;
 	}
 out_unmount:
-	fuse_session_unmount(se);
+	if (resume_fd >= 0) /* libfuse unmounts only what it mounted */
+		umount2(cmd.mountpoint, MNT_DETACH);
+	else
+		fuse_session_unmount(se);
 out_session:
 	fuse_session_destroy(se);
 	proc_events_stop();

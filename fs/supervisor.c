@@ -13,6 +13,11 @@
  * when it dies, the requests it had taken end at once with ECONNABORTED
  * instead of waiting for an answer that cannot come.
  *
+ * SIGHUP upgrades: the supervisor stops the server and executes the binary
+ * installed at its own path again (a package upgrade replaced it), handing it
+ * the session fd; the new supervisor resumes the connection instead of
+ * mounting (supervisor_resume_fd).
+ *
  * SIGTERM or SIGINT to the supervisor stop the server and unmount. A server
  * that exits by itself (the mount went away, or it was told to stop) ends the
  * supervisor too. Five deaths within ten seconds are taken as a fault that a
@@ -21,7 +26,11 @@
 #include "fs/supervisor.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +43,7 @@
 #include "fs/log.h"
 
 #define MAX_DEATHS 5
+#define RESUME_ENV "PROCFAST_RESUME_FD"
 #define DEATH_WINDOW_S 10
 
 /* Shared with the servers: set once a server answered the kernel's INIT. */
@@ -65,6 +75,41 @@ void supervisor_replay_init(struct fuse_session *se)
 	struct fuse_buf buf = { .mem = &msg, .size = sizeof(msg) };
 
 	fuse_session_process_buf(se, &buf);
+}
+
+int supervisor_resume_fd(void)
+{
+	const char *v = getenv(RESUME_ENV);
+	int fd = v ? atoi(v) : -1;
+
+	unsetenv(RESUME_ENV);
+	if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
+		return fd;
+	return -1;
+}
+
+/* Executes the binary at our own path, keeping the session fd open. Returns
+ * only if that failed. */
+static void upgrade(struct fuse_session *se, char **argv)
+{
+	char exe[PATH_MAX], fd[16], *deleted;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int sfd = fuse_session_fd(se);
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	/* Replaced by a package upgrade: the new file is at the old path. */
+	if ((deleted = strstr(exe, " (deleted)")) && !deleted[10])
+		*deleted = '\0';
+	snprintf(fd, sizeof(fd), "%d", sfd);
+	if (fcntl(sfd, F_SETFD, 0) || setenv(RESUME_ENV, fd, 1))
+		return;
+	log_info("upgrading: executing %s", exe);
+	execv(exe, argv);
+	log_err("cannot execute %s: %s", exe, strerror(errno));
+	unsetenv(RESUME_ENV);
+	fcntl(sfd, F_SETFD, FD_CLOEXEC);
 }
 
 static sigset_t handled_signals(void)
@@ -114,7 +159,7 @@ static void describe_death(pid_t pid, int wstatus)
 }
 
 /* Waits for the server or a signal; 1 when the server ended the mount,
- * -1 when it died and must be replaced. */
+ * -1 when it died and must be replaced, 0 to upgrade. */
 static int watch(pid_t server, const sigset_t *set, int *status)
 {
 	siginfo_t si;
@@ -124,11 +169,10 @@ static int watch(pid_t server, const sigset_t *set, int *status)
 		if (sigwaitinfo(set, &si) < 0)
 			continue;
 		if (si.si_signo != SIGCHLD) {
-			/* SIGHUP too: a new server from the same state. */
 			kill(server, SIGTERM);
 			if (si.si_signo == SIGHUP) {
 				waitpid(server, NULL, 0);
-				return -1;
+				return 0;
 			}
 			continue;
 		}
@@ -148,18 +192,20 @@ static int watch(pid_t server, const sigset_t *set, int *status)
 	}
 }
 
-enum supervisor_role supervisor_run(struct fuse_session *se, int *status)
+enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
+				    int *status)
 {
 	sigset_t set = handled_signals(), old;
 	pid_t server;
+	int r;
 
-	(void)se;
 	connection_ready = mmap(NULL, sizeof(*connection_ready), PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (connection_ready == MAP_FAILED) {
 		connection_ready = NULL;
 		return SERVE_FIRST; /* serve without a supervisor */
 	}
+	atomic_store(connection_ready, resumed);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	for (;;) {
 		int resumed = atomic_load(connection_ready);
@@ -171,8 +217,14 @@ enum supervisor_role supervisor_run(struct fuse_session *se, int *status)
 			*status = 1;
 			break;
 		}
-		if (watch(server, &set, status) > 0)
+		r = watch(server, &set, status);
+		if (r > 0)
 			break;
+		if (r == 0) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			upgrade(se, argv);
+			sigprocmask(SIG_BLOCK, &set, &old);
+		}
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return SUPERVISOR_DONE;

@@ -20,10 +20,10 @@ HELPERS = os.environ.get("PROCFAST_HELPERS", os.path.join(os.path.dirname(BIN), 
 class Mount:
     """One procfast daemon in the foreground (-f) on a fresh directory."""
 
-    def __init__(self, options=()):
+    def __init__(self, options=(), binary=None):
         self.path = tempfile.mkdtemp(prefix="procfast-test-")
         self.log = tempfile.NamedTemporaryFile(prefix="procfast-log-", delete=False)
-        args = [BIN, "-f"]
+        args = [binary or BIN, "-f"]
         for o in options:
             args += ["-o", o]
         args.append(self.path)

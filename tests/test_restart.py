@@ -175,3 +175,42 @@ def test_norestart_fails_fast(mount_with):
     assert r.returncode != 0 and "not connected" in r.stderr, r
     subprocess.run(["umount", "-l", m.path], check=True)
     m.proc = subprocess.Popen(["true"])  # close() expects a process that exits 0
+
+
+def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
+    """A package upgrade replaces the binary, then SIGHUP: the supervisor executes the new
+    file under the same pid, keeps the connection, and a bind in another mount namespace
+    answers throughout."""
+    exe = tmp_path / "procfast"
+    subprocess.run(["cp", BIN, str(exe)], check=True)
+    m = Mount(binary=str(exe))
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                          "mount --bind %s /proc && exec /usr/bin/python3 -c '%s'" % (m.path, BOUND)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "\n"
+
+        def ask():
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            return p.stdout.readline().strip()
+        assert ask() == "True"
+        old_server = m.server_pid()
+        # dpkg's way: write the new file beside the old, rename it over
+        subprocess.run(["cp", BIN, str(exe) + ".new"], check=True)
+        os.rename(str(exe) + ".new", str(exe))
+        new_inode = os.stat(str(exe)).st_ino
+        m.proc.send_signal(signal.SIGHUP)
+        gone(old_server)
+        deadline = time.time() + 10
+        while os.stat("/proc/%d/exe" % m.proc.pid).st_ino != new_inode:
+            assert time.time() < deadline, "supervisor not upgraded:\n" + m.output()
+            time.sleep(0.05)
+        assert ask() == "True"
+        assert "upgrading: executing %s" % exe in m.output()
+        assert new_server(m, old_server) != old_server
+    finally:
+        kill_tree(p)
+        m.close()
+
