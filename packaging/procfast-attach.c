@@ -26,7 +26,7 @@ static int fail(const char *what)
 int main(int argc, char *argv[])
 {
 	char ns[64];
-	int tree, nsfd;
+	int tree, nsfd, home;
 
 	if (argc != 4) {
 		fprintf(stderr, "usage: %s PID SOURCE TARGET\n"
@@ -41,11 +41,17 @@ int main(int argc, char *argv[])
 	nsfd = open(ns, O_RDONLY | O_CLOEXEC);
 	if (nsfd < 0)
 		return fail(ns);
+	home = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (home < 0)
+		return fail("/proc/self/ns/mnt");
 	if (setns(nsfd, CLONE_NEWNS))
 		return fail("setns");
 	/* setns() moved our root to the namespace's: TARGET resolves as the
 	 * container sees its tree (after its pivot_root). */
 	if (move_mount(tree, "", AT_FDCWD, argv[3], MOVE_MOUNT_F_EMPTY_PATH))
 		return fail(argv[3]);
+	/* Home again: what runs at exit (a sanitizer's checks) expects our /proc. */
+	if (setns(home, CLONE_NEWNS))
+		return fail("setns back");
 	return 0;
 }
