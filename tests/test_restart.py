@@ -46,20 +46,27 @@ while sys.stdin.readline():
 '''
 
 
-def test_sigkill_server_bind_in_other_namespace_answers_again(mount_with):
-    m = mount_with()
-    server = m.server_pid()
+def bound_elsewhere(m):
+    """A process in its own mount namespace with the mount bound over /proc, and a
+    function that has it read /proc/self/stat: "True" when that names it."""
     p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
                           "mount --bind %s /proc && exec /usr/bin/python3 -c '%s'" % (m.path, BOUND)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          start_new_session=True)
-    try:
-        assert p.stdout.readline() == "\n"
+    assert p.stdout.readline() == "\n"
 
-        def ask():
-            p.stdin.write("go\n")
-            p.stdin.flush()
-            return p.stdout.readline().strip()
+    def ask():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+    return p, ask
+
+
+def test_sigkill_server_bind_in_other_namespace_answers_again(mount_with):
+    m = mount_with()
+    server = m.server_pid()
+    p, ask = bound_elsewhere(m)
+    try:
         assert ask() == "True"
         os.kill(server, signal.SIGKILL)
         gone(server)
@@ -184,17 +191,8 @@ def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
     exe = tmp_path / "procfast"
     subprocess.run(["cp", BIN, str(exe)], check=True)
     m = Mount(binary=str(exe))
-    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                          "mount --bind %s /proc && exec /usr/bin/python3 -c '%s'" % (m.path, BOUND)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p, ask = bound_elsewhere(m)
     try:
-        assert p.stdout.readline() == "\n"
-
-        def ask():
-            p.stdin.write("go\n")
-            p.stdin.flush()
-            return p.stdout.readline().strip()
         assert ask() == "True"
         old_server = m.server_pid()
         # dpkg's way: write the new file beside the old, rename it over
