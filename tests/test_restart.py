@@ -25,12 +25,28 @@ def new_server(m, old, timeout=10):
 
 
 def gone(pid, timeout=10):
+    """Until the process is reaped: a zombie leader may still have threads that take
+    requests (and whose requests then end with ECONNABORTED, see supervisor.c)."""
     deadline = time.time() + timeout
     while os.path.exists("/proc/%d" % pid):
-        if open("/proc/%d/stat" % pid).read().split(") ")[1][0] == "Z":
-            return
         assert time.time() < deadline, "process %d still there" % pid
         time.sleep(0.02)
+
+
+def all_stopped(pid, timeout=10):
+    """Until every thread of pid is stopped (SIGSTOP acts on each thread in turn)."""
+    deadline = time.time() + timeout
+    while True:
+        states = []
+        for t in os.listdir("/proc/%d/task" % pid):
+            try:
+                states.append(open("/proc/%d/task/%s/stat" % (pid, t)).read().split(") ")[1][0])
+            except OSError:
+                pass
+        if states and all(st == "T" for st in states):
+            return
+        assert time.time() < deadline, "threads of %d not stopped: %s" % (pid, states)
+        time.sleep(0.01)
 
 
 BOUND = r'''
@@ -97,6 +113,7 @@ def test_requests_queued_while_down_are_served_by_the_next(mount_with):
         except OSError as e:
             result["errno"] = e.errno
     os.kill(server, signal.SIGSTOP)   # no request is taken from now on
+    all_stopped(server)
     t = threading.Thread(target=reader)
     t.start()
     time.sleep(0.3)
