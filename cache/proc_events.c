@@ -18,6 +18,7 @@
 #include <linux/netlink.h>
 
 #include "cache/node.h"
+#include "cache/proc_msg.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 
@@ -39,17 +40,6 @@ static int stop_fd = -1;
 static pthread_t thread;
 static _Atomic int running;
 static struct proc_event_hooks hooks;
-
-/* The event sits 36 bytes into the message, misaligned for its 8-byte
- * fields: copy it out instead of pointing into the buffer. */
-static void event_copy(struct proc_event *ev, const struct nlmsghdr *nh)
-{
-	const struct cn_msg *cn = NLMSG_DATA(nh);
-	size_t len = cn->len < sizeof(*ev) ? cn->len : sizeof(*ev);
-
-	memset(ev, 0, sizeof(*ev));
-	memcpy(ev, cn->data, len);
-}
 
 static int send_listen(const void *op, size_t oplen, uint32_t ack)
 {
@@ -84,15 +74,12 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 
 		if (n < 0)
 			return -errno;
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct cn_msg *cn = NLMSG_DATA(nh);
-			struct proc_event ev;
+		struct proc_msg m;
 
-			event_copy(&ev, nh);
-			if (ev.what == PROC_EVENT_NONE && cn->ack == ack + 1)
-				return -(int)ev.event_data.ack.err;
-			if (probe > 0 && ev.what == PROC_EVENT_FORK && ev.event_data.fork.child_pid == probe)
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
+			if (m.what == PROC_EVENT_NONE && m.ack == ack + 1)
+				return -(int)m.err;
+			if (probe > 0 && m.what == PROC_EVENT_FORK && m.pid == probe)
 				return 0;
 		}
 	}
@@ -235,25 +222,25 @@ static void *notify_loop(void *unused)
 	return NULL;
 }
 
-static void on_event(const struct proc_event *ev)
+static void on_event(const struct proc_msg *m)
 {
-	switch (ev->what) {
+	switch (m->what) {
 	case PROC_EVENT_FORK:
-		if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid)
-			tgid_index_mark(ev->event_data.fork.child_tgid);
+		if (m->pid == m->tgid)
+			tgid_index_mark(m->tgid);
 		break;
 	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
-		tgid_index_mark(ev->event_data.exec.process_tgid);
+		tgid_index_mark(m->tgid);
 		break;
 	case PROC_EVENT_EXIT:
-		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid) {
-			tgid_index_exited(ev->event_data.exit.process_tgid);
-			queue_notice(1, ev->event_data.exit.process_tgid);
+		if (m->pid == m->tgid) {
+			tgid_index_exited(m->tgid);
+			queue_notice(1, m->tgid);
 		}
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
-		queue_notice(0, ev->event_data.id.process_tgid);
+		queue_notice(0, m->tgid);
 		break;
 	default:
 		break;
@@ -287,13 +274,10 @@ static int drain(void)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct proc_event ev;
+		struct proc_msg m;
 
-			event_copy(&ev, nh);
-			on_event(&ev);
-		}
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
+			on_event(&m);
 	}
 }
 
