@@ -47,7 +47,7 @@ static size_t encode(uint8_t *out, uint32_t idx, uint32_t what, uint32_t ack, pi
 	struct proc_event ev = { .what = what };
 
 	if (what == PROC_EVENT_FORK) {
-		ev.event_data.fork.parent_pid = tgid + 1;
+		ev.event_data.fork.parent_pid = tgid;
 		ev.event_data.fork.child_pid = pid;
 		ev.event_data.fork.child_tgid = tgid;
 	} else if (what == PROC_EVENT_NONE) {
