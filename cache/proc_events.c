@@ -71,11 +71,10 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 
 	while (poll(&p, 1, ACK_WAIT_MS) > 0) {
 		ssize_t n = recv(sock, buf, sizeof(buf), 0);
+		struct proc_msg m;
 
 		if (n < 0)
 			return -errno;
-		struct proc_msg m;
-
 		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
 			if (m.what == PROC_EVENT_NONE && m.ack == ack + 1)
 				return -(int)m.err;
@@ -267,6 +266,7 @@ static int drain(void)
 
 	for (;;) {
 		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+		struct proc_msg m;
 
 		if (n < 0 && errno == ENOBUFS) {
 			resync_after_loss();
@@ -274,8 +274,6 @@ static int drain(void)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		struct proc_msg m;
-
 		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
 			on_event(&m);
 	}
