@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cache/pid_view.h"
+#include "cache/proc_fields.h"
 #include "cache/procfile.h"
 #include "fs/cleanup.h"
 
@@ -92,26 +93,17 @@ static void probe_pidfd(pid_t pid, struct task_state *ts)
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
 
-/* Field 3 (state) and field 22 (start time) of PID/stat; the command
- * (field 2) may hold spaces and ')' so parse from the last ')'. */
+/* The state and start time from PID/stat. */
 static void probe_stat(pid_t pid, struct task_state *ts)
 {
-	char buf[1024], *p;
-	unsigned long long start;
+	char buf[1024];
 
 	ts->err = -ENOENT;
 	ts->exited = 1;
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
 		return;
-	p++;
-	ts->exited = p[1] == 'Z' || p[1] == 'X';
-	for (int field = 3; field < 22; field++) /* to the space before field 22 */
-		if (!(p = strchr(p + 1, ' ')))
-			return;
-	if (sscanf(p, " %llu", &start) != 1)
-		return;
-	ts->gen = start;
-	ts->err = 0;
+	if (stat_parse(buf, &ts->exited, &ts->gen) == 0)
+		ts->err = 0;
 }
 
 /* A request asks about the same task several times (generation, exit);

@@ -19,6 +19,7 @@
 
 #include "cache/node.h"
 #include "cache/pid_view.h"
+#include "cache/proc_msg.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 
@@ -40,17 +41,6 @@ static int stop_fd = -1;
 static pthread_t thread;
 static _Atomic int running;
 static struct proc_event_hooks hooks;
-
-/* The event sits 36 bytes into the message, misaligned for its 8-byte
- * fields: copy it out instead of pointing into the buffer. */
-static void event_copy(struct proc_event *ev, const struct nlmsghdr *nh)
-{
-	const struct cn_msg *cn = NLMSG_DATA(nh);
-	size_t len = cn->len < sizeof(*ev) ? cn->len : sizeof(*ev);
-
-	memset(ev, 0, sizeof(*ev));
-	memcpy(ev, cn->data, len);
-}
 
 static int send_listen(const void *op, size_t oplen, uint32_t ack)
 {
@@ -82,18 +72,14 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 
 	while (poll(&p, 1, ACK_WAIT_MS) > 0) {
 		ssize_t n = recv(sock, buf, sizeof(buf), 0);
+		struct proc_msg m;
 
 		if (n < 0)
 			return -errno;
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct cn_msg *cn = NLMSG_DATA(nh);
-			struct proc_event ev;
-
-			event_copy(&ev, nh);
-			if (ev.what == PROC_EVENT_NONE && cn->ack == ack + 1)
-				return -(int)ev.event_data.ack.err;
-			if (probe > 0 && ev.what == PROC_EVENT_FORK && ev.event_data.fork.child_pid == probe)
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
+			if (m.what == PROC_EVENT_NONE && m.ack == ack + 1)
+				return -(int)m.err;
+			if (probe > 0 && m.what == PROC_EVENT_FORK && m.pid == probe)
 				return 0;
 		}
 	}
@@ -256,25 +242,25 @@ static void leader_exited(pid_t tgid)
 }
 
 /* Events carry the daemon's pids; the index holds the view's. */
-static void on_event(const struct proc_event *ev)
+static void on_event(const struct proc_msg *m)
 {
 	pid_t v;
 
-	switch (ev->what) {
+	switch (m->what) {
 	case PROC_EVENT_FORK:
-		if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid)
-			leader_born(ev->event_data.fork.child_tgid);
+		if (m->pid == m->tgid)
+			leader_born(m->tgid);
 		break;
 	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
-		leader_born(ev->event_data.exec.process_tgid);
+		leader_born(m->tgid);
 		break;
 	case PROC_EVENT_EXIT:
-		if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid)
-			leader_exited(ev->event_data.exit.process_tgid);
+		if (m->pid == m->tgid)
+			leader_exited(m->tgid);
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
-		if ((v = pid_view_leader_known(ev->event_data.id.process_tgid)))
+		if ((v = pid_view_leader_known(m->tgid)))
 			queue_notice(0, v);
 		break;
 	default:
@@ -302,6 +288,7 @@ static int drain(void)
 
 	for (;;) {
 		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+		struct proc_msg m;
 
 		if (n < 0 && errno == ENOBUFS) {
 			resync_after_loss();
@@ -309,13 +296,8 @@ static int drain(void)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct proc_event ev;
-
-			event_copy(&ev, nh);
-			on_event(&ev);
-		}
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
+			on_event(&m);
 	}
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/proc_fields.h"
 #include "fs/cleanup.h"
 
 ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len)
@@ -24,10 +25,9 @@ ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, siz
 
 pid_t procfile_tgid(int procfs_fd, pid_t pid)
 {
-	char buf[1024], *line;
+	char buf[1024];
 
 	if (procfile_read(procfs_fd, pid, "status", buf, sizeof(buf)) <= 0)
 		return 0;
-	line = strstr(buf, "\nTgid:");
-	return line ? (pid_t)atoi(line + 6) : 0;
+	return status_tgid(buf);
 }

@@ -17,6 +17,7 @@
 #include "cache/pidgen.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
+#include "fs/names.h"
 
 static struct hbitmap leaders;   /* marked: probably a leader */
 static struct hbitmap exited;    /* subset: its leader exited, check the source */
@@ -63,13 +64,9 @@ static int source_has(uint32_t pid)
 
 static int pid_of(const char *name)
 {
-	char *end;
-	long v;
+	pid_t v = name_pid(name);
 
-	if (name[0] < '1' || name[0] > '9')
-		return 0;
-	v = strtol(name, &end, 10);
-	return *end || v <= 0 || v >= (long)HBITMAP_BITS ? 0 : (int)v;
+	return (uint64_t)v < HBITMAP_BITS ? v : 0;
 }
 
 /* Reads the source root once: its pid names are exactly the listable leaders. */

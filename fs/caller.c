@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 
 #include "cache/pidgen.h"
+#include "cache/proc_fields.h"
 #include "cache/procfile.h"
 #include "fs/group_cache.h"
 #include "fs/log.h"
@@ -54,21 +55,6 @@ int caller_init(int selfproc)
 	return caps_get(&daemon_eff, &daemon_prm, &daemon_inh);
 }
 
-static void parse_groups(struct caller *c, char *s)
-{
-	char *end;
-
-	c->ngroups = 0;
-	while (c->ngroups < CALLER_MAX_GROUPS) {
-		unsigned long g = strtoul(s, &end, 10);
-
-		if (end == s)
-			break;
-		c->groups[c->ngroups++] = (gid_t)g;
-		s = end;
-	}
-}
-
 /* The caller thread's status gives its thread group and supplementary
  * groups (the request header has only pid, fsuid and fsgid). */
 static int load_status(struct caller *c)
@@ -77,12 +63,8 @@ static int load_status(struct caller *c)
 
 	if (procfile_read(self_proc, c->tid, "status", buf, sizeof(buf)) <= 0)
 		return -ENOENT;
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		if (!strncmp(line, "Tgid:", 5))
-			c->tgid = (pid_t)atoi(line + 5);
-		else if (!strncmp(line, "Groups:", 7))
-			parse_groups(c, line + 7);
-	}
+	c->tgid = status_tgid(buf);
+	c->ngroups = status_groups(buf, c->groups, CALLER_MAX_GROUPS);
 	return 0;
 }
 

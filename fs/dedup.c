@@ -26,16 +26,16 @@
 #include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/procfile.h"
+#include "fs/names.h"
 #include "fs/procfast.h"
 
 /* "P/task/T" → P and T (either may be NULL). */
 int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid)
 {
 	pid_t p, t;
-	int end = 0;
+	const char *rest;
 
-	if (dir->kind != NODE_MIRROR || sscanf(dir->path, "%d/task/%d%n", &p, &t, &end) != 2 ||
-	    dir->path[end] != '\0')
+	if (dir->kind != NODE_MIRROR || !(rest = thread_path_split(dir->path, &p, &t)) || *rest)
 		return 0;
 	if (tgid)
 		*tgid = p;

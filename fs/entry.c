@@ -12,6 +12,7 @@
 
 #include "cache/pidgen.h"
 #include "cache/tgid_index.h"
+#include "fs/names.h"
 #include "fs/ops.h"
 #include "fs/procfast.h"
 
@@ -83,44 +84,19 @@ int node_stat(struct node *n, struct stat *st)
 	return r;
 }
 
-/* Canonical decimal, as procfs's name_to_int accepts it. */
-static int pid_name(const char *name)
-{
-	long v = 0;
-
-	if (name[0] < '1' || name[0] > '9')
-		return 0;
-	for (const char *p = name; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return 0;
-		v = v * 10 + (*p - '0');
-		if (v > INT_MAX)
-			return 0;
-	}
-	return (int)v;
-}
-
 /* Does this child name a task: a pid at the root or a tid in PID/task? */
 static pid_t task_of_child(const struct node *parent, const char *name)
 {
 	if (parent->kind == NODE_ROOT ||
 	    (parent->owner.pid && !strcmp(parent->name, "task") && strchr(parent->path, '/') ==
 	     strrchr(parent->path, '/')))
-		return pid_name(name);
+		return name_pid(name);
 	return 0;
 }
 
 static int is_caller_link(const struct node *parent, const char *name)
 {
-	return parent->kind == NODE_ROOT && (!strcmp(name, "self") || !strcmp(name, "thread-self"));
-}
-
-/* Link texts such as "socket:[N]", "pipe:[N]", "net:[N]", "anon_inode:[eventfd]"
- * never exist as names in procfs; the kernel asks for them only while
- * following such a link. */
-static int link_target_name(const char *name)
-{
-	return strchr(name, ':') != NULL;
+	return parent->kind == NODE_ROOT && name_is_caller_link(name);
 }
 
 /* What the kernel may cache about a name and its attributes.
@@ -146,19 +122,12 @@ enum cache_class {
 	CACHE_NONE,
 };
 
-static int one_object_target(const char *name)
-{
-	const char *open = strstr(name, ":[");
-
-	return open && strncmp(name, "anon_inode:", 11) && open[2] >= '0' && open[2] <= '9';
-}
-
 static enum cache_class cache_class(const struct node *parent, const char *name, enum node_kind kind)
 {
-	if (kind == NODE_LINK_TARGET || link_target_name(name))
-		return one_object_target(name) ? CACHE_PRESENT : CACHE_NONE;
+	if (kind == NODE_LINK_TARGET || name_is_link_text(name))
+		return name_is_one_object(name) ? CACHE_PRESENT : CACHE_NONE;
 	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
-		return process_cacheable(pid_name(name)) ? CACHE_PRESENT : CACHE_NONE;
+		return process_cacheable(name_pid(name)) ? CACHE_PRESENT : CACHE_NONE;
 	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
 		return CACHE_NONE;
 	if (!parent->owner.pid)
@@ -219,7 +188,7 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 			kind = NODE_DEDUP_LINK;
 	} else {
 		r = -errno;
-		if (r != -ENOENT || !link_target_name(name))
+		if (r != -ENOENT || !name_is_link_text(name))
 			return r;
 		if ((r = link_target_find(p, name, path, sizeof(path), &st)))
 			return r;

@@ -17,6 +17,7 @@
 #include "cache/link_hints.h"
 #include "cache/pid_view.h"
 #include "fs/cleanup.h"
+#include "fs/names.h"
 #include "fs/ops.h"
 #include "fs/procfast.h"
 
@@ -117,21 +118,13 @@ int link_target_find(const struct node *dir, const char *name, char *path, size_
 	return r;
 }
 
-static int fd_number(const char *name)
-{
-	char *end;
-	long v = strtol(name, &end, 10);
-
-	return *name && !*end && v >= 0 && v <= INT32_MAX ? (int)v : -1;
-}
-
 static int read_mirror_link(const struct node *n, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len), fd;
 
 	if ((r = node_error(n, r)))
 		return r;
-	fd = fd_number(n->name);
+	fd = name_fd(n->name);
 	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))
 		link_hint_put(n->parent_serial, buf, fd);
 	return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs/cleanup.h"
+#include "fs/names.h"
 #include "fs/procfast.h"
 
 #define MAX_TEMPLATES 32
@@ -57,17 +58,12 @@ void thread_dir_destroy(void)
 static const char *fixed_suffix(const struct node *dir)
 {
 	pid_t p, t;
-	int end = 0;
 	const char *s;
 
-	if (!enabled || dir->kind != NODE_MIRROR ||
-	    sscanf(dir->path, "%d/task/%d%n", &p, &t, &end) != 2)
+	if (!enabled || dir->kind != NODE_MIRROR || !(s = thread_path_split(dir->path, &p, &t)))
 		return NULL;
-	s = dir->path + end;
 	if (!*s)
 		return s;
-	if (*s++ != '/')
-		return NULL;
 	return !strcmp(s, "ns") || !strcmp(s, "attr") || !strncmp(s, "attr/", 5) ? s : NULL;
 }
 

@@ -2,9 +2,11 @@
 # Installs what building, running and testing procfast need on Debian 12.
 # Idempotent; skips apt entirely when everything is already present.
 set -eu
-# dpkg-dev and file: packaging/build-deb.sh (CPack runs dpkg-shlibdeps and file).
+# dpkg-dev and file: packaging/build-deb.sh (CPack runs dpkg-shlibdeps and file);
+# clang and its runtimes: the fuzz targets (tests/fuzz).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
-      python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file"
+      python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
+      clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

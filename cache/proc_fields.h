@@ -1,0 +1,25 @@
+/* Fields of a process's stat and status files, parsed from their text.
+ * Pure (no I/O, no state): the readers (pidgen.c, procfile.c, caller.c) and
+ * the fuzz targets (tests/fuzz) run the same code.
+ */
+#ifndef PROCFAST_PROC_FIELDS_H
+#define PROCFAST_PROC_FIELDS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* From a NUL-terminated PID/stat line: whether the task has exited (state Z
+ * or X) and its start time (field 22). The command (field 2) may hold
+ * spaces, parentheses and newlines, so fields count from the last ')'.
+ * 0, or -1 when the line has no start time (*exited is set whenever the
+ * state was found, else 1). */
+int stat_parse(const char *text, int *exited, uint64_t *start);
+
+/* The value of "Tgid:" in a NUL-terminated PID/status text, or 0. */
+pid_t status_tgid(const char *text);
+
+/* The "Groups:" of a NUL-terminated PID/status text, at most max of them;
+ * how many, 0 when there is no such line. */
+int status_groups(const char *text, gid_t *groups, int max);
+
+#endif

@@ -1,0 +1,28 @@
+/* Decoding what the proc connector sends: netlink messages, each holding a
+ * cn_msg that holds a struct proc_event. Pure (no I/O, no state), so the
+ * listener (proc_events.c) and the fuzz target (tests/fuzz) run the same code
+ * on the same bytes.
+ */
+#ifndef PROCFAST_PROC_MSG_H
+#define PROCFAST_PROC_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One event, reduced to what procfast uses. */
+struct proc_msg {
+	uint32_t what;   /* PROC_EVENT_*: NONE is the answer to a listen request */
+	uint32_t ack;    /* cn_msg ack: a request's ack + 1 in its answer */
+	uint32_t err;    /* NONE: the request's error code */
+	pid_t pid, tgid; /* FORK: the child; every other event: the process */
+};
+
+/* Decodes the next proc connector message of buf (len bytes as received,
+ * any alignment) from *off on into *m and moves *off past it. Returns 1 when
+ * a message was decoded, 0 at the end. Messages of other connectors are
+ * skipped; an event shorter than struct proc_event reads as zeros past its
+ * end; a malformed netlink header ends the buffer (as NLMSG_OK would). */
+int proc_msg_next(const void *buf, size_t len, size_t *off, struct proc_msg *m);
+
+#endif
