@@ -206,6 +206,7 @@ void node_remember(struct node *n, const struct stat *st)
 	n->mode = st->st_mode;
 	n->uid = st->st_uid;
 	n->gid = st->st_gid;
+	n->nlink = (unsigned)st->st_nlink;
 	n->ino = st->st_ino;
 }
 

@@ -53,7 +53,7 @@ static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 	st->st_ino = n->ino;
 	st->st_uid = process_gone ? 0 : n->uid;
 	st->st_gid = process_gone ? 0 : n->gid;
-	st->st_nlink = n->type == S_IFDIR ? 2 : 1;
+	st->st_nlink = n->nlink;
 	st->st_blksize = 1024;
 	return 0;
 }

@@ -128,7 +128,11 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len), fd;
 
-	if ((r = node_error(n, r)))
+	/* procfs's readlink of a link whose process is gone (held, or looked
+	 * up before the exit) says ENOENT, not the ESRCH of its directory. */
+	if (node_alive(n))
+		return -ENOENT;
+	if (r)
 		return r;
 	fd = fd_number(n->name);
 	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))

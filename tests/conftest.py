@@ -18,12 +18,13 @@ HELPERS = os.environ.get("PROCFAST_HELPERS", os.path.join(os.path.dirname(BIN), 
 
 
 class Mount:
-    """One procfast daemon in the foreground (-f) on a fresh directory."""
+    """One procfast daemon in the foreground (-f) on a fresh directory; `prefix` is a
+    command that runs it (nsenter into a pid namespace, say)."""
 
-    def __init__(self, options=()):
+    def __init__(self, options=(), prefix=()):
         self.path = tempfile.mkdtemp(prefix="procfast-test-")
         self.log = tempfile.NamedTemporaryFile(prefix="procfast-log-", delete=False)
-        args = [BIN, "-f"]
+        args = list(prefix) + [BIN, "-f"]
         for o in options:
             args += ["-o", o]
         args.append(self.path)
