@@ -94,6 +94,10 @@ int node_table_init(void)
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	if (!table)
 		return -ENOMEM;
+	/* liburcu makes call_rcu's worker thread at the first call_rcu and
+	 * aborts if it cannot (no pid left below pid_max): make it now. */
+	if (!get_default_call_rcu_data())
+		return -EAGAIN;
 	root = node_alloc(".", "");
 	if (!root)
 		return -ENOMEM;

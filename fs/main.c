@@ -61,6 +61,20 @@ static int source_in_our_pid_ns(int srcfd)
 	return atoi(buf) == getpid();
 }
 
+/* The proc connector names processes by their pids in the initial pid
+ * namespace; a daemon in another one may still receive the events (another
+ * listener subscribed), so they describe the source only when both the
+ * daemon and the source are in the initial namespace. */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU
+
+static int events_match_source(void)
+{
+	struct stat st;
+
+	return source_in_our_pid_ns(pf.srcfd) && !fstatat(pf.selfproc, "self/ns/pid", &st, 0) &&
+	       st.st_ino == PROC_PID_INIT_INO;
+}
+
 static int setup(const struct options *o)
 {
 	int same_ns;
@@ -172,7 +186,7 @@ int main(int argc, char *argv[])
 	}
 	if (setup(&o))
 		goto out;
-	events.disabled = o.events && !strcmp(o.events, "off");
+	events.disabled = (o.events && !strcmp(o.events, "off")) || !events_match_source();
 	events.rcvbuf = o.event_rcvbuf;
 	events.fallback_ms = o.scan_ms;
 	se = fuse_session_new(&args, &procfast_ops, sizeof(procfast_ops), NULL);

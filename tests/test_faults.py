@@ -317,8 +317,14 @@ subprocess.run(["mount", "-t", "proc", "proc", procfs], check=True)
 kids = {}
 
 def sysctl(name, value):
-    with open(os.path.join(procfs, "sys/kernel", name), "w") as f:
+    # The namespace's own value (pid_max and ns_last_pid are per pid namespace, that of
+    # the writer): never written from outside the new namespace.
+    assert os.getpid() == 1
+    path = os.path.join(procfs, "sys/kernel", name)
+    with open(path, "w") as f:
         f.write(str(value))
+    with open(path) as f:
+        return int(f.read())
 
 def spawn(arg, at=None, user=None):
     if at:
@@ -345,8 +351,7 @@ for line in sys.stdin:
             kids.pop(pid).wait()
         out = "ok"
     elif cmd == "pid_max":
-        sysctl("pid_max", args[0])
-        out = "ok"
+        out = sysctl("pid_max", args[0])
     print(json.dumps(out), flush=True)
 for p in kids.values():
     p.kill()
@@ -369,7 +374,7 @@ class PidNamespace:
         self.mount = None
         host_pid = json.loads(self.init.stdout.readline())
         if pid_max:
-            assert self.ask("pid_max", pid_max) == "ok"
+            assert self.ask("pid_max", pid_max) == pid_max
         self.mount = Mount(["source=" + self.procfs],
                            prefix=["nsenter", "--target", host_pid, "--pid", "--"])
 
@@ -457,4 +462,64 @@ print(json.dumps({"read held file": o(lambda: os.pread(fd, 4096, 0)),
     assert seen["mount"].pop("stat cwd") in (seen["proc"].pop("stat cwd"), "0")
     assert seen["mount"] == seen["proc"]
     with open(os.path.join(ns.mount.path, str(new), "cmdline"), "rb") as f:
+        assert f.read() == b"sleep\x002002\x00"
+
+
+def numeric_names(path):
+    return {int(n) for n in os.listdir(path) if n.isdigit()}
+
+
+def listing_converges(ns, timeout=5):
+    """The mount's pids equal its source's (compared as sets, retried until timeout)."""
+    deadline = time.time() + timeout
+    while True:
+        src, got = numeric_names(ns.procfs), numeric_names(ns.mount.path)
+        if src == got and numeric_names(ns.procfs) == src:
+            return got
+        assert time.time() < deadline, "listing differs: missing %s, extra %s" % (
+            sorted(src - got)[:10], sorted(got - src)[:10])
+        time.sleep(0.05)
+
+
+def same_heads(ns, pids):
+    """cmdline and the first status lines of each pid, read by 8 threads at once (so the
+    daemon wants more workers than it can start), as the mount and the source give them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def head(base, pid):
+        def rd(name):
+            with open(os.path.join(base, str(pid), name), "rb") as f:
+                return f.read()
+        return outcome(lambda: (rd("cmdline"), rd("status").split(b"\n")[:6]))
+    with ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda p: head(ns.mount.path, p), pids))
+    want = [head(ns.procfs, p) for p in pids]
+    return [(p, w, g) for p, w, g in zip(pids, want, got) if w != g]
+
+
+PID_MAX = 340  # the namespace's own: pids wrap to 300 (RESERVED_PIDS) after 339
+
+
+def test_pid_max_reached(pid_ns):
+    """Every pid of the namespace in use (fork fails with EAGAIN, for the daemon's own
+    worker threads too): the mount keeps serving, lists exactly the source's processes,
+    up to pid_max - 1; then pids are freed and reused after the wrap, and the listing and
+    contents follow."""
+    ns = pid_ns(pid_max=PID_MAX)
+    kids = ns.ask("fill", "1001")
+    assert kids[-1] == "EAGAIN", kids[-3:]
+    kids = kids[:-1]
+    assert PID_MAX - 1 in kids, "the top pid was not reached: %s" % max(kids)
+    listed = listing_converges(ns)
+    assert set(kids) <= listed
+    assert not same_heads(ns, kids)
+    # Free 30 pids and take them again: the namespace wraps, so they are reused.
+    freed = kids[-30:]
+    assert ns.ask("kill", *freed) == "ok"
+    again = ns.ask("fill", "2002")[:-1]
+    assert set(again) <= set(freed) | {PID_MAX - 1} and len(again) >= 25, again
+    listed = listing_converges(ns)
+    assert set(again) <= listed
+    assert not same_heads(ns, again)
+    with open(os.path.join(ns.mount.path, str(again[0]), "cmdline"), "rb") as f:
         assert f.read() == b"sleep\x002002\x00"
