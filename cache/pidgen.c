@@ -68,7 +68,8 @@ static void probe_pidfd(pid_t pid, struct task_state *ts)
 	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	ts->err = fd < 0 || fstat(fd, &st) ? -ENOENT : 0;
+	/* ESRCH: no such task. Out of fds (EMFILE), nothing is known about it. */
+	ts->err = fd < 0 ? (errno == ESRCH ? -ENOENT : -errno) : fstat(fd, &st) ? -ENOENT : 0;
 	ts->gen = ts->err ? 0 : st.st_ino;
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
@@ -82,7 +83,12 @@ static void probe_stat(pid_t pid, struct task_state *ts)
 
 	ts->err = -ENOENT;
 	ts->exited = 1;
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+			ts->err = -errno;
+		return;
+	}
+	if (!(p = strrchr(buf, ')')))
 		return;
 	p++;
 	ts->exited = p[1] == 'Z' || p[1] == 'X';
@@ -134,7 +140,9 @@ int pidgen_is_leader(pid_t pid)
 	if (use_pidfs) {
 		__do_close int fd = pidfd_open_any(pid, 0);
 
-		return fd >= 0;
+		/* Out of fds: say leader, the index may hold a false positive
+		 * for a while, never lose a process (see tgid_index.h). */
+		return fd >= 0 || (errno != ESRCH && errno != EINVAL);
 	}
 	return procfile_tgid(source_fd, pid) == pid;
 }

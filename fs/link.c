@@ -130,9 +130,9 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 
 	/* procfs's readlink of a link whose process is gone (held, or looked
 	 * up before the exit) says ENOENT, not the ESRCH of its directory. */
-	if (node_alive(n))
+	if (node_gone(n))
 		return -ENOENT;
-	if (r)
+	if ((r = node_error(n, r)))
 		return r;
 	fd = fd_number(n->name);
 	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))

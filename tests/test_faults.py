@@ -523,3 +523,65 @@ def test_pid_max_reached(pid_ns):
     assert not same_heads(ns, again)
     with open(os.path.join(ns.mount.path, str(again[0]), "cmdline"), "rb") as f:
         assert f.read() == b"sleep\x002002\x00"
+
+
+# ------------------------------------------------------ a daemon short of file descriptors
+
+def fd_probes(base, pid):
+    """Operations that need a file descriptor in the daemon, and some that need none."""
+    d = os.path.join(base, str(pid))
+
+    def rd(p):
+        with open(p, "rb") as f:
+            return f.read()
+    return {
+        "stat process": outcome(lambda: attrs(os.stat(d))),
+        "stat status": outcome(lambda: attrs(os.stat(os.path.join(d, "status")))),
+        "stat new pid": outcome(lambda: attrs(os.stat(os.path.join(base, "1")))),
+        "readlink exe": outcome(os.readlink, os.path.join(d, "exe")),
+        "readlink fd/1": outcome(os.readlink, os.path.join(d, "fd", "1")),
+        "read cmdline": outcome(rd, os.path.join(d, "cmdline")),
+        "list task": outcome(lambda: sorted(os.listdir(os.path.join(d, "task")))),
+        "list root has pid": outcome(lambda: str(pid) in os.listdir(base)),
+        "self": outcome(os.readlink, os.path.join(base, "self")),
+    }
+
+
+def test_rlimit_nofile_low(mount_with):
+    """The daemon at its RLIMIT_NOFILE: opens beyond it fail with EMFILE, everything
+    else answers as /proc does or fails with EMFILE/ENFILE (never ENOENT/ESRCH for a
+    process that lives, never a crash), and all works again once files are closed."""
+    m = mount_with()
+    p = sleeper()
+    held = []
+    try:
+        limit = daemon_fds(m.proc.pid) + 10
+        subprocess.run(["prlimit", "--pid", str(m.proc.pid), "--nofile=%d:%d" % (limit, limit)],
+                       check=True)
+        failed = None
+        for i in range(limit + 10):
+            r = outcome(os.open, m.p(p.pid, "status" if i % 2 else "task"), os.O_RDONLY)
+            if not isinstance(r, int):
+                failed = r
+                break
+            held.append(r)
+        assert failed in ("EMFILE", "ENFILE"), failed
+        assert len(held) >= 5
+        want = fd_probes("/proc", p.pid)
+        got = fd_probes(m.path, p.pid)
+        bad = {k: (want[k], v) for k, v in got.items() if v != want[k] and
+               v not in ("EMFILE", "ENFILE")}
+        assert not bad, "at the limit, (/proc, mount): %s" % bad
+        # held files still read (no new fd needed)
+        assert outcome(os.pread, held[1], 100, 0) == outcome(
+            lambda: open("/proc/%d/status" % p.pid, "rb").read(100))
+        for fd in held:
+            os.close(fd)
+        held = []
+        wait_for(lambda: fd_probes(m.path, p.pid) == fd_probes("/proc", p.pid), 5,
+                 "the mount to work again after the files were closed")
+        assert m.proc.poll() is None
+    finally:
+        for fd in held:
+            os.close(fd)
+        reap(p)
