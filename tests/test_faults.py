@@ -585,3 +585,86 @@ def test_rlimit_nofile_low(mount_with):
         for fd in held:
             os.close(fd)
         reap(p)
+
+
+# --------------------------------------------------------- a reader that never closes
+
+HOARDER = r"""
+import os, sys
+m, pids = sys.argv[1], sys.argv[2:]
+held = []
+for pid in pids:
+    d = os.path.join(m, pid)
+    for name in ("status", "stat", "cmdline", "environ", "maps", "limits", "io", "wchan"):
+        held.append(os.open(os.path.join(d, name), os.O_RDONLY))
+    for name in ("", "fd", "task", "ns", "fdinfo"):
+        held.append(os.open(os.path.join(d, name), os.O_RDONLY | os.O_DIRECTORY))
+held.append(os.open(m, os.O_RDONLY | os.O_DIRECTORY))
+print(len(held), flush=True)
+sys.stdin.readline()  # never closes: killed by the test
+"""
+
+
+def steady_fds(pid):
+    """The daemon's fd count once two readings 0.1 s apart agree (a request in flight
+    holds a pidfd or a source file for a moment)."""
+    last = daemon_fds(pid)
+    while True:
+        time.sleep(0.1)
+        now = daemon_fds(pid)
+        if now == last:
+            return now
+        last = now
+
+
+def fds_become(pid, want, timeout=10):
+    deadline = time.time() + timeout
+    while steady_fds(pid) != want:
+        assert time.time() < deadline, "daemon fds: %d, want %d" % (daemon_fds(pid), want)
+
+
+def test_reader_never_closes(mount_with):
+    """A reader holds many files and directories of 20 processes, 10 of which then exit:
+    the daemon keeps serving others, holds one fd per held handle and no more, and once
+    the reader is killed its fd count comes back to idle and its RSS near idle."""
+    m = mount_with()
+    daemon = m.proc.pid
+    procs = [sleeper() for _ in range(20)]
+    hoarder = None
+    try:
+        # idle: after a first walk of the same processes (lazy allocations done)
+        for p in procs:
+            for name in ("status", "stat"):
+                with open(m.p(p.pid, name), "rb") as f:
+                    f.read()
+        idle_fds, idle_rss = steady_fds(daemon), daemon_rss_kib(daemon)
+        hoarder = subprocess.Popen([sys.executable, "-c", HOARDER, m.path] +
+                                   [str(p.pid) for p in procs],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        held = int(hoarder.stdout.readline())
+        fds_become(daemon, idle_fds + held)
+        for p in procs[:10]:
+            reap(p)
+        # others are served meanwhile, and the same as /proc
+        for p in procs[10:]:
+            with open(m.p(p.pid, "cmdline"), "rb") as f, \
+                    open("/proc/%d/cmdline" % p.pid, "rb") as g:
+                assert f.read() == g.read()
+        assert {str(p.pid) for p in procs[10:]} <= set(os.listdir(m.path))
+        assert not {str(p.pid) for p in procs[:10]} & set(os.listdir(m.path))
+        # the exited processes' handles are still held: the count is unchanged
+        fds_become(daemon, idle_fds + held)
+        hoarder.kill()
+        hoarder.wait()
+        fds_become(daemon, idle_fds)
+        wait_for(lambda: daemon_rss_kib(daemon) <= idle_rss + 1024, 10,
+                "the daemon's RSS back near idle (%d KiB), now %d KiB"
+                % (idle_rss, daemon_rss_kib(daemon)))
+        assert m.proc.poll() is None
+    finally:
+        if hoarder and hoarder.poll() is None:
+            hoarder.kill()
+            hoarder.wait()
+        for p in procs:
+            if p.poll() is None:
+                reap(p)
