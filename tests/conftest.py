@@ -38,6 +38,8 @@ class Mount:
                 self.close()
                 raise RuntimeError("procfast did not mount: " + self.output())
             time.sleep(0.02)
+        # Served once a listing returns: the start-up line is in the log by then.
+        os.listdir(self.path)
 
     def _mounted(self):
         with open("/proc/self/mounts") as f:
