@@ -25,6 +25,13 @@ static int pidfd_open_any(pid_t pid, unsigned flags)
 	return (int)syscall(SYS_pidfd_open, pid, flags);
 }
 
+/* pidfd_open failed for want of resources (EMFILE...), not for the task:
+ * nothing is known about it then. */
+static int out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
 /* pidfs gives each struct pid its own inode number; older kernels give all
  * pidfds one anon inode, which is useless as a generation. */
 static int pidfs_usable(void)
@@ -68,8 +75,7 @@ static void probe_pidfd(pid_t pid, struct task_state *ts)
 	__do_close int fd = pidfd_open_any(pid, PIDFD_THREAD);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	/* ESRCH: no such task. Out of fds (EMFILE), nothing is known about it. */
-	ts->err = fd < 0 ? (errno == ESRCH ? -ENOENT : -errno) : fstat(fd, &st) ? -ENOENT : 0;
+	ts->err = fd < 0 ? (out_of_resources(errno) ? -errno : -ENOENT) : fstat(fd, &st) ? -ENOENT : 0;
 	ts->gen = ts->err ? 0 : st.st_ino;
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
@@ -84,7 +90,7 @@ static void probe_stat(pid_t pid, struct task_state *ts)
 	ts->err = -ENOENT;
 	ts->exited = 1;
 	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
-		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+		if (out_of_resources(errno))
 			ts->err = -errno;
 		return;
 	}
@@ -134,15 +140,33 @@ int pidgen_exited(pid_t pid)
 	return probe(pid)->exited;
 }
 
+/* The task's flags (field 9 of stat) have PF_EXITING from the start of
+ * do_exit, before its EXIT event is sent; a pidfd polls readable only at
+ * the end. Gone is exiting too; out of fds, nothing is known (0). */
+#define PF_EXITING 0x4
+
+int pidgen_exiting(pid_t pid)
+{
+	char buf[1024], *p;
+	unsigned long flags;
+
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
+		return !out_of_resources(errno);
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return 0;
+	return (flags & PF_EXITING) != 0;
+}
+
 /* Only a leader has a thread-group pidfd; elsewhere ask its status. */
 int pidgen_is_leader(pid_t pid)
 {
 	if (use_pidfs) {
 		__do_close int fd = pidfd_open_any(pid, 0);
 
-		/* Out of fds: say leader, the index may hold a false positive
-		 * for a while, never lose a process (see tgid_index.h). */
-		return fd >= 0 || (errno != ESRCH && errno != EINVAL);
+		/* Not a leader: ESRCH, or ENOENT/EINVAL for a thread. Out of
+		 * fds, say leader: the index may hold a false positive for a
+		 * while, never lose a process (see tgid_index.h). */
+		return fd >= 0 || out_of_resources(errno);
 	}
 	return procfile_tgid(source_fd, pid) == pid;
 }

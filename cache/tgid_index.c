@@ -110,13 +110,15 @@ int tgid_index_resync(void)
 		if (!(seen[p / 64] >> (p % 64) & 1))
 			unmark((pid_t)p);
 	/* A leader that already exited (a zombie) gets no more events: the scan
-	 * marks it exited so that its reaping is noticed. */
+	 * marks it exited so that its reaping is noticed. So does one that is
+	 * exiting: its EXIT event may be among those discarded before this
+	 * scan (proc_events.c, resync_after_loss). */
 	for (uint32_t w = 0; w < HBITMAP_L0; w++)
 		for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
 			pid_t pid = (pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits));
 
 			tgid_index_mark(pid);
-			if (pidgen_exited(pid))
+			if (pidgen_exited(pid) || pidgen_exiting(pid))
 				tgid_index_exited(pid);
 		}
 	free(seen);

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from conftest import Mount
+from soak import daemon_fds, daemon_rss_kib, steady_fds
 
 O_PATH_LINK = os.O_PATH | os.O_NOFOLLOW
 NOBODY = 65534
@@ -54,15 +55,6 @@ def discard(m):
     m.proc.wait()
     os.unlink(m.log.name)
     os.rmdir(m.path)
-
-
-def daemon_fds(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def daemon_rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
 
 
 def sleeper():
@@ -603,18 +595,6 @@ held.append(os.open(m, os.O_RDONLY | os.O_DIRECTORY))
 print(len(held), flush=True)
 sys.stdin.readline()  # never closes: killed by the test
 """
-
-
-def steady_fds(pid):
-    """The daemon's fd count once two readings 0.1 s apart agree (a request in flight
-    holds a pidfd or a source file for a moment)."""
-    last = daemon_fds(pid)
-    while True:
-        time.sleep(0.1)
-        now = daemon_fds(pid)
-        if now == last:
-            return now
-        last = now
 
 
 def fds_become(pid, want, timeout=10):
