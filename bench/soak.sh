@@ -23,11 +23,18 @@ RESULTS=$ROOT/bench/RESULTS.md
 [[ $EUID -eq 0 ]] || { echo "soak.sh: must run as root (mount, setuid readers)" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
+chmod 755 "$WORK" # the unprivileged readers must reach the mount
 MNT=$WORK/mnt
 DAEMON=
 cleanup() {
-    if mountpoint -q "$MNT" 2>/dev/null; then fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; fi
-    if [[ -n $DAEMON ]] && kill -0 "$DAEMON" 2>/dev/null; then kill "$DAEMON"; wait "$DAEMON" 2>/dev/null || true; fi
+    # (mountpoint(1) fails on a dead daemon's mount: ask /proc/mounts)
+    if grep -q " $MNT " /proc/mounts; then fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; fi
+    if [[ -n $DAEMON ]] && ! kill -0 "$DAEMON" 2>/dev/null; then
+        wait "$DAEMON" 2>/dev/null; echo "soak.sh: the daemon exited ($?); its log:" >&2
+        cat "$WORK/daemon.log" >&2
+    elif [[ -n $DAEMON ]]; then
+        kill "$DAEMON"; wait "$DAEMON" 2>/dev/null || true
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -48,12 +55,6 @@ PROCFAST_BIN=$PROCFAST /usr/bin/python3 "$ROOT/tests/soak.py" run --mount "$MNT"
     --seconds "$SECONDS_RUN" --readers "$READERS" --threads "$THREADS" >"$WORK/report.json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill -0 "$DAEMON" 2>/dev/null || { echo "soak.sh: the daemon died; log:" >&2; cat "$WORK/daemon.log" >&2; exit 1; }
-# What is left above idle once the kernel drops its cached dentries (and so forgets the
-# daemon's nodes): growth the daemon keeps for itself.
-echo 2 >/proc/sys/vm/drop_caches
-sleep 3
-rss_dropped=$(awk '/^VmRSS/{print $2}' "/proc/$DAEMON/status")
-fds_dropped=$(ls "/proc/$DAEMON/fd" | wc -l)
 cache=$(dirname "$PROCFAST")/CMakeCache.txt
 build_type=$(sed -n 's/^\(CMAKE_BUILD_TYPE\|PROCFAST_SANITIZE\):[A-Z]*=/\1=/p' "$cache" 2>/dev/null | tr '\n' ' ')
 
@@ -65,7 +66,7 @@ errs = sum(r["errors"].values())
 kinds = ", ".join("%s %d" % kv for kv in sorted(r["ops"].items()))
 byerr = ", ".join("%s %d" % kv for kv in sorted(r["errors"].items(), key=lambda kv: -kv[1])) or "none"
 bycls = ", ".join("%s %d" % kv for kv in sorted(r["classes"].items())) or "none"
-i, e, a = r["idle"], r["end_of_load"], r["after"]
+i, e, a, d = r["idle"], r["end_of_load"], r["after"], r["after_dentry_drop"]
 bad = r["bad"]
 print("""<!-- soak:begin -->
 ## soak: 16 readers over the whole tree, churn, a 5,000-thread process (issue 6)
@@ -85,16 +86,21 @@ Every failed request is repeated on /proc at once and classified (tests/soak.py)
 - Failed requests: %(errs)d; by errno: %(byerr)s.
 - By class: %(bycls)s. Errnos /proc would not give (class bad): **%(nbad)d**%(badlist)s.
 - Reader processes that failed: %(rfail)d.
-- Daemon fds: idle %(ifd)d, end of load %(efd)d, after %(afd)d (after a dentry drop: $fds_dropped).
+- Daemon fds: idle %(ifd)d, end of load %(efd)d, after %(afd)d, after a dentry drop %(dfd)d.
 - Daemon VmRSS KiB: idle %(irss)d, end of load %(erss)d, after %(arss)d; after
-  \`echo 2 > /proc/sys/vm/drop_caches\` + 3 s (the kernel forgets its cached names, the
-  daemon its nodes): $rss_dropped. (Idle = after a 3 s warm-up walk by 4 readers.)
+  \`echo 2 > /proc/sys/vm/drop_caches\` (the kernel forgets the names it caches, the
+  daemon their nodes): %(drss)d. (Idle = after a 3 s warm-up walk by 4 readers; "after" =
+  polled up to 5 s for RSS within 1 MiB of idle.)
 - Root listing against /proc's after the load (pids missing, extra): %(listing)s.
+
+procfast's stderr during the run ($(grep -c . "$WORK/daemon.log" || true) lines, first 5):
+
+$(head -5 "$WORK/daemon.log" | sed 's/^/    /')
 <!-- soak:end -->""" % dict(readers=r["readers"], unpriv=r["unprivileged"], secs=r["seconds"],
     threads=r["threads"], ops=ops, rate=ops / max(r["seconds"], 1), kinds=kinds, errs=errs,
     byerr=byerr, bycls=bycls, nbad=len(bad), badlist=(": " + "; ".join(bad[:10])) if bad else "",
     rfail=r["reader_failures"], ifd=i["fds"], efd=e["fds"], afd=a["fds"], irss=i["rss_kib"],
-    erss=e["rss_kib"], arss=a["rss_kib"], listing=r["listing"]))
+    erss=e["rss_kib"], arss=a["rss_kib"], dfd=d["fds"], drss=d["rss_kib"], listing=r["listing"]))
 EOF
 )
 echo "$section" >&2

@@ -141,8 +141,8 @@ int pidgen_exited(pid_t pid)
 }
 
 /* The task's flags (field 9 of stat) have PF_EXITING from the start of
- * do_exit, before its EXIT event is sent; a pidfd polls readable only at
- * the end. Gone is exiting too; out of fds, nothing is known (0). */
+ * do_exit; a pidfd polls readable only once exit_notify() ran. Gone is
+ * exiting too; out of fds, nothing is known (0). */
 #define PF_EXITING 0x4
 
 int pidgen_exiting(pid_t pid)

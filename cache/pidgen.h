@@ -33,8 +33,8 @@ int pidgen_exited(pid_t pid);
  * thread id or a free pid. */
 int pidgen_is_leader(pid_t pid);
 
-/* 1 once the task has begun to exit (or is gone): its EXIT event may have
- * been sent already, though pidgen_exited() still says 0. */
+/* 1 once the task has begun to exit (PF_EXITING) or is gone, where
+ * pidgen_exited() may still say 0. */
 int pidgen_exiting(pid_t pid);
 
 const char *pidgen_method(void);
