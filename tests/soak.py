@@ -177,6 +177,12 @@ def daemon_rss_kib(pid):
         return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
 
 
+def sanitized(pid):
+    """AddressSanitizer keeps freed memory in its quarantine: RSS says nothing then."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
 def steady_fds(pid):
     """The fd count once two readings 0.1 s apart agree (a request in flight holds a
     pidfd or a source file for a moment)."""

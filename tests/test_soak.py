@@ -12,11 +12,6 @@ import soak
 SECONDS = float(os.environ.get("SOAK_SECONDS", "15"))
 
 
-def sanitized(pid):
-    with open("/proc/%d/maps" % pid) as f:
-        return "libasan" in f.read()
-
-
 def test_soak(mount_with):
     m = mount_with()
     r = soak.run(m.path, m.proc.pid, SECONDS)
@@ -35,6 +30,6 @@ def test_soak(mount_with):
     # nodes of live processes' entries live as long as those; see soak.run). Under
     # AddressSanitizer freed memory sits in its quarantine: RSS says nothing there, and
     # LeakSanitizer checks the exit instead (Mount.close).
-    if not sanitized(m.proc.pid):
+    if not soak.sanitized(m.proc.pid):
         assert r["after_dentry_drop"]["rss_kib"] <= r["idle"]["rss_kib"] + 1024, summary
     assert m.proc.poll() is None
