@@ -134,6 +134,10 @@ int node_table_init(void)
 	if (!table || !by_id)
 		return -ENOMEM;
 	atomic_store(&next_serial, first_serial());
+	/* liburcu makes call_rcu's worker thread at the first call_rcu and
+	 * aborts if it cannot (no pid left below pid_max): make it now. */
+	if (!get_default_call_rcu_data())
+		return -EAGAIN;
 	root = node_alloc(".", "");
 	if (!root)
 		return -ENOMEM;
@@ -250,6 +254,7 @@ void node_remember(struct node *n, const struct stat *st)
 	n->mode = st->st_mode;
 	n->uid = st->st_uid;
 	n->gid = st->st_gid;
+	n->nlink = (unsigned)st->st_nlink;
 	n->ino = st->st_ino;
 }
 

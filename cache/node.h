@@ -40,6 +40,7 @@ struct node {
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
+	unsigned nlink;
 	uint64_t ino;
 	struct node_owner {
 		pid_t pid;       /* task this path belongs to (tgid, or tid in task/), 0 if none */

@@ -27,6 +27,13 @@ static int pidfd_open_any(pid_t pid, unsigned flags)
 	return (int)syscall(SYS_pidfd_open, pid, flags);
 }
 
+/* pidfd_open failed for want of resources (EMFILE...), not for the task:
+ * nothing is known about it then. */
+static int out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
 /* A pidfd of the source's task pid: in a pid view, the pid is translated,
  * and translated again once the pidfd pins the task, so that a pid reused
  * meanwhile outside the view is never taken for the view's. */
@@ -35,11 +42,14 @@ static int task_pidfd(pid_t pid, unsigned flags)
 	pid_t daemon_pid = pid_view_to_daemon(pid);
 	int fd;
 
-	if (!daemon_pid)
+	if (!daemon_pid) {
+		errno = ESRCH;
 		return -1;
+	}
 	fd = pidfd_open_any(daemon_pid, flags);
 	if (fd >= 0 && pid_view_active() && pid_view_to_daemon(pid) != daemon_pid) {
 		close(fd);
+		errno = ESRCH;
 		return -1;
 	}
 	return fd;
@@ -88,7 +98,7 @@ static void probe_pidfd(pid_t pid, struct task_state *ts)
 	__do_close int fd = task_pidfd(pid, PIDFD_THREAD);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	ts->err = fd < 0 || fstat(fd, &st) ? -ENOENT : 0;
+	ts->err = fd < 0 ? (out_of_resources(errno) ? -errno : -ENOENT) : fstat(fd, &st) ? -ENOENT : 0;
 	ts->gen = ts->err ? 0 : st.st_ino;
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
@@ -100,8 +110,11 @@ static void probe_stat(pid_t pid, struct task_state *ts)
 
 	ts->err = -ENOENT;
 	ts->exited = 1;
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
+		if (out_of_resources(errno))
+			ts->err = -errno;
 		return;
+	}
 	if (stat_parse(buf, &ts->exited, &ts->gen) == 0)
 		ts->err = 0;
 }
@@ -139,13 +152,33 @@ int pidgen_exited(pid_t pid)
 	return probe(pid)->exited;
 }
 
+/* The task's flags (field 9 of stat) have PF_EXITING from the start of
+ * do_exit; a pidfd polls readable only once exit_notify() ran. Gone is
+ * exiting too; out of fds, nothing is known (0). */
+#define PF_EXITING 0x4
+
+int pidgen_exiting(pid_t pid)
+{
+	char buf[1024];
+	unsigned long long flags;
+
+	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
+		return !out_of_resources(errno);
+	if (stat_number(buf, 9, &flags))
+		return 0;
+	return (flags & PF_EXITING) != 0;
+}
+
 /* Only a leader has a thread-group pidfd; elsewhere ask its status. */
 int pidgen_is_leader(pid_t pid)
 {
 	if (use_pidfs) {
 		__do_close int fd = task_pidfd(pid, 0);
 
-		return fd >= 0;
+		/* Not a leader: ESRCH, or ENOENT/EINVAL for a thread. Out of
+		 * fds, say leader: the index may hold a false positive for a
+		 * while, never lose a process (see tgid_index.h). */
+		return fd >= 0 || out_of_resources(errno);
 	}
 	return procfile_tgid(source_fd, pid) == pid;
 }

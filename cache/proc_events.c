@@ -59,6 +59,16 @@ static int send_listen(const void *op, size_t oplen, uint32_t ack)
 	return send(sock, nh, nh->nlmsg_len, 0) < 0 ? -errno : 0;
 }
 
+/* Drops what the socket holds (a bounded number of reads: a fork storm
+ * would refill it forever). */
+static void discard_queued(void)
+{
+	char buf[65536];
+
+	for (int i = 0; i < 4096 && (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS); i++)
+		;
+}
+
 /* The kernel answers a listen request with a PROC_EVENT_NONE carrying our
  * ack + 1 and an error code. Kernels before 6.6 ignore the 8-byte form and
  * never answer it; 6.6+ accept it but then filter the answer away with every
@@ -74,6 +84,13 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 		ssize_t n = recv(sock, buf, sizeof(buf), 0);
 		struct proc_msg m;
 
+		if (n < 0 && errno == ENOBUFS) {
+			/* Subscribed, and events lost already: the scan that
+			 * follows the subscription must not be undone by what
+			 * is queued from before the loss (see resync_after_loss). */
+			discard_queued();
+			continue;
+		}
 		if (n < 0)
 			return -errno;
 		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
@@ -273,11 +290,8 @@ static void on_event(const struct proc_msg *m)
  * is discarded first: the rescan reflects everything it held. */
 static void resync_after_loss(void)
 {
-	char buf[65536];
-
 	log_info("process events lost (ENOBUFS): rescanning the source");
-	for (int i = 0; i < 4096 && (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS); i++)
-		;
+	discard_queued();
 	tgid_index_resync();
 }
 

@@ -5,25 +5,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-int stat_parse(const char *text, int *exited, uint64_t *start)
+/* The start of field n (3 or more) of a stat line, or NULL. */
+static const char *stat_field_start(const char *text, int n)
 {
 	const char *p = strrchr(text, ')');
+
+	if (!p || p[1] != ' ' || !p[2])
+		return NULL;
+	p += 2; /* field 3, the state */
+	for (int field = 3; field < n; field++)
+		if (!(p = strchr(p, ' ')) || !*++p)
+			return NULL;
+	return p;
+}
+
+int stat_number(const char *text, int n, unsigned long long *value)
+{
+	const char *p = n > 3 ? stat_field_start(text, n) : NULL;
 	unsigned long long v;
 	char *end;
 
-	*exited = 1;
-	if (!p || p[1] != ' ' || !p[2])
-		return -1;
-	p += 2; /* field 3, the state */
-	*exited = *p == 'Z' || *p == 'X';
-	for (int field = 3; field < 22; field++) /* to the space before field 22 */
-		if (!(p = strchr(p, ' ')) || !*++p)
-			return -1;
-	if (*p < '0' || *p > '9')
+	if (!p || *p < '0' || *p > '9')
 		return -1;
 	errno = 0;
 	v = strtoull(p, &end, 10);
 	if (errno || (*end && *end != ' ' && *end != '\n'))
+		return -1;
+	*value = v;
+	return 0;
+}
+
+int stat_parse(const char *text, int *exited, uint64_t *start)
+{
+	const char *state = stat_field_start(text, 3);
+	unsigned long long v;
+
+	*exited = !state || *state == 'Z' || *state == 'X';
+	if (!state || stat_number(text, 22, &v))
 		return -1;
 	*start = v;
 	return 0;

@@ -15,6 +15,10 @@
  * state was found, else 1). */
 int stat_parse(const char *text, int *exited, uint64_t *start);
 
+/* Numeric field n (4 or more, as proc(5) counts) of a NUL-terminated
+ * PID/stat line: 0, or -1 when it is missing or not a number. */
+int stat_number(const char *text, int n, unsigned long long *value);
+
 /* The value of "Tgid:" in a NUL-terminated PID/status text, or 0. */
 pid_t status_tgid(const char *text);
 

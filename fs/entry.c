@@ -28,8 +28,12 @@ int child_path(const struct node *parent, const char *name, char *buf, size_t le
  * (or whose pid now names another process); ENOENT inside a thread's. */
 int node_alive(const struct node *n)
 {
-	if (!n->owner.pid || !pidgen_check(n->owner.pid, n->owner.gen))
+	int r;
+
+	if (!n->owner.pid || !(r = pidgen_check(n->owner.pid, n->owner.gen)))
 		return 0;
+	if (r != -ENOENT)
+		return r; /* cannot tell (EMFILE): say why */
 	return strstr(n->path, "/task/") ? -ENOENT : -ESRCH;
 }
 
@@ -56,7 +60,7 @@ static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 	st->st_ino = n->ino;
 	st->st_uid = process_gone ? 0 : n->uid;
 	st->st_gid = process_gone ? 0 : n->gid;
-	st->st_nlink = n->type == S_IFDIR ? 2 : 1;
+	st->st_nlink = n->nlink;
 	st->st_blksize = 1024;
 	return 0;
 }
@@ -75,7 +79,7 @@ int node_stat(struct node *n, struct stat *st)
 		/* a name that changed nature is another entry now */
 		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
 	}
-	if (node_alive(n))
+	if (node_gone(n))
 		return gone_stat(n, st, 1);
 	if (r == -ENOENT && n->kind == NODE_MIRROR && n->type != S_IFLNK) /* can be held open */
 		return gone_stat(n, st, 0);

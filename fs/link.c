@@ -122,6 +122,10 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len), fd;
 
+	/* procfs's readlink of a link whose process is gone (held, or looked
+	 * up before the exit) says ENOENT, not the ESRCH of its directory. */
+	if (node_gone(n))
+		return -ENOENT;
 	if ((r = node_error(n, r)))
 		return r;
 	fd = name_fd(n->name);

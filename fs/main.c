@@ -73,6 +73,21 @@ static int open_source(const struct options *o)
 	return 0;
 }
 
+/* The proc connector names processes by their pids in the initial pid
+ * namespace; a daemon in another one may still receive the events (another
+ * listener subscribed), so they describe the source only when the daemon is
+ * in the initial namespace and the source too, or is a view whose pids are
+ * translated (pid_view.c). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU
+
+static int events_match_source(void)
+{
+	struct stat st;
+
+	return (source_in_our_pid_ns(pf.srcfd) || pid_view_active()) &&
+	       !fstatat(pf.selfproc, "self/ns/pid", &st, 0) && st.st_ino == PROC_PID_INIT_INO;
+}
+
 static int setup(const struct options *o)
 {
 	int same_ns;
@@ -173,7 +188,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 
 static void events_config(const struct options *o, struct proc_events_config *events)
 {
-	events->disabled = o->events && !strcmp(o->events, "off");
+	events->disabled = (o->events && !strcmp(o->events, "off")) || !events_match_source();
 	events->rcvbuf = o->event_rcvbuf;
 	events->fallback_ms = o->scan_ms;
 }

@@ -3,6 +3,7 @@
 #ifndef PROCFAST_H
 #define PROCFAST_H
 
+#include <errno.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -31,8 +32,17 @@ const struct fuse_lowlevel_ops *procfast_ops(void);
  * when it does not fit PATH_MAX, as the kernel would say. */
 int child_path(const struct node *parent, const char *name, char *buf, size_t len);
 
-/* 0 while the node's process is still the one it was made for, else -ESRCH. */
+/* 0 while the node's process is still the one it was made for, -ESRCH (or
+ * -ENOENT in task/) once it is gone, another errno when that cannot be told
+ * (out of file descriptors). */
 int node_alive(const struct node *n);
+
+static inline int node_gone(const struct node *n)
+{
+	int r = node_alive(n);
+
+	return r == -ESRCH || r == -ENOENT;
+}
 
 /* The errno for an operation on n that returned r: if n's process is gone,
  * that explains it best (procfs answers ESRCH/ENOENT), else r. */

@@ -150,9 +150,12 @@ ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_
 	const struct template *t = template_for(fixed_suffix(dir));
 	struct dedup_listing dl = { 0 };
 	size_t used = 0;
+	int r;
 
-	if (node_alive(dir))
+	if (node_gone(dir))
 		return -ENOENT; /* procfs: the thread is gone */
+	if ((r = node_alive(dir)))
+		return r;
 	if (!*t->suffix)
 		dedup_listing_init(dir, &dl);
 	for (size_t i = 0; i < t->n; i++) {

@@ -256,6 +256,43 @@ def test_enobufs_with_stale_queued_fork(mount_with):
     assert_matches(m)
 
 
+def test_enobufs_during_storm_keeps_long_lived(mount_with):
+    """Long-lived processes start (and some exit) in the middle of a fork storm whose
+    events overflow a tiny socket; the storm goes on through the rescan. After it the
+    listing converges to /proc's: every long-lived process listed, the exited ones not."""
+    m = mount_with("event_rcvbuf=4096")
+    storm = [subprocess.Popen([helper("forker"), "0"], stdout=subprocess.DEVNULL)
+             for _ in range(2)]
+    lived = []
+    try:
+        for phase in ("running", "stopped", "running"):
+            # stopped: the listener cannot read, so the socket overflows on any machine
+            if phase == "stopped":
+                os.kill(m.proc.pid, signal.SIGSTOP)
+            try:
+                for _ in range(15):
+                    lived += sleepers(1)
+                    if phase == "stopped":
+                        fork_burst(50)  # the storm may get little CPU: overflow surely
+                    time.sleep(0.01)
+                stop_all(lived[-15::3])
+            finally:
+                os.kill(m.proc.pid, signal.SIGCONT)
+    finally:
+        stop_all(storm)
+    try:
+        wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
+        alive = {p.pid for p in lived if p.returncode is None}
+        exited = {p.pid for p in lived} - alive
+        assert_matches(m, settle=5)
+        listed = pids_of(m.path)
+        assert alive <= listed, "long-lived processes missing: %s" % sorted(alive - listed)
+        stale = exited & listed - pids_of("/proc")  # (a pid may be reused meanwhile)
+        assert not stale, "exited processes listed: %s" % sorted(stale)
+    finally:
+        stop_all(p for p in lived if p.returncode is None)
+
+
 def test_fallback_mode(mount_with, threads):
     m = mount_with("events=off", "scan_lifetime=100")
     assert "process index: scan" in m.output(), m.output()

@@ -30,6 +30,7 @@ static void parse_raw(const uint8_t *data, size_t size)
 	text[n] = '\0';
 	if (stat_parse(text, &exited, &start) == 0)
 		assert(exited == 0 || exited == 1);
+	stat_number(text, 9, &start);
 	free(text);
 }
 
@@ -38,6 +39,7 @@ static void differential(const uint8_t *data, size_t size)
 	static const char states[] = "RSDZTtXxIKWP";
 	char comm[COMM_MAX + 1], line[READ_BUF];
 	uint64_t want, start = 0;
+	unsigned long long flags;
 	size_t n = 0;
 	char state;
 	int exited, len;
@@ -60,6 +62,9 @@ static void differential(const uint8_t *data, size_t size)
 	assert(stat_parse(line, &exited, &start) == 0);
 	assert(start == want);
 	assert(exited == (state == 'Z' || state == 'X'));
+	/* field 9, the flags (pidgen_exiting), and field 4, the parent */
+	assert(stat_number(line, 9, &flags) == 0 && flags == 4194560);
+	assert(stat_number(line, 4, &flags) == 0 && flags == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
