@@ -51,6 +51,11 @@ static int caps_set_effective(uint64_t eff)
 int caller_init(int selfproc)
 {
 	self_proc = selfproc;
+	return caller_caps_reload();
+}
+
+int caller_caps_reload(void)
+{
 	return caps_get(&daemon_eff, &daemon_prm, &daemon_inh);
 }
 

@@ -20,6 +20,7 @@
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 #include "fs/options.h"
+#include "fs/privileges.h"
 #include "fs/procfast.h"
 
 static void usage(const char *prog)
@@ -186,6 +187,10 @@ int main(int argc, char *argv[])
 		goto out_handlers;
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
+		goto out_unmount;
+	/* Mounted, events subscribed, and no thread started yet (capabilities
+	 * are per thread): from here on only what serving needs. */
+	if (privileges_drop())
 		goto out_unmount;
 	/* Threads die in fork(): the node table's resize worker and the event
 	 * threads start only in the process that serves. */
