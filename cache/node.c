@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "cache/tsan.h"
 #include "fs/log.h"
 
 static struct cds_lfht *table;
@@ -56,6 +57,7 @@ static int key_match(struct cds_lfht_node *ht_node, const void *key)
 	const struct node *n = caa_container_of(ht_node, struct node, by_name);
 	const struct node_key *k = key;
 
+	tsan_found(n); /* every lookup sees a node here first */
 	return n->parent_serial == k->parent_serial && strcmp(n->name, k->name) == 0;
 }
 
@@ -195,6 +197,7 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	atomic_store(&n->nlookup, 1);
 	/* Two racing lookups may both add one: each is a valid node, the
 	 * kernel keeps whichever it was told last. */
+	tsan_published(n);
 	rcu_read_lock();
 	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
 	rcu_read_unlock();
