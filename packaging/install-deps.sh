@@ -3,7 +3,8 @@
 # Idempotent; skips apt entirely when everything is already present.
 set -eu
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
-      python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine"
+      python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine \
+      clang cppcheck valgrind"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
