@@ -27,7 +27,7 @@ static __thread int switched;
 static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
+	struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind sees only d[0] written */
 
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
@@ -96,7 +96,7 @@ static int load_status(struct caller *c)
 static int load_caps(struct caller *c)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, c->tid };
-	struct __user_cap_data_struct d[2];
+	struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind sees only d[0] written */
 
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
