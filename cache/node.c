@@ -204,12 +204,22 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	return n;
 }
 
+/* Concurrent getattrs of one node remember at once while others read (see
+ * node_recall): each field is stored and loaded whole. */
 void node_remember(struct node *n, const struct stat *st)
 {
-	n->mode = st->st_mode;
-	n->uid = st->st_uid;
-	n->gid = st->st_gid;
-	n->ino = st->st_ino;
+	__atomic_store_n(&n->mode, st->st_mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->uid, st->st_uid, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->gid, st->st_gid, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->ino, st->st_ino, __ATOMIC_RELAXED);
+}
+
+void node_recall(const struct node *n, struct stat *st)
+{
+	st->st_mode = __atomic_load_n(&n->mode, __ATOMIC_RELAXED);
+	st->st_uid = __atomic_load_n(&n->uid, __ATOMIC_RELAXED);
+	st->st_gid = __atomic_load_n(&n->gid, __ATOMIC_RELAXED);
+	st->st_ino = __atomic_load_n(&n->ino, __ATOMIC_RELAXED);
 }
 
 void node_forget(struct node *n, uint64_t count)

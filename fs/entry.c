@@ -49,10 +49,9 @@ static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 	if (process_gone && n->type == S_IFDIR && (!strcmp(n->name, "fd") || !strcmp(n->name, "fdinfo")))
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	st->st_mode = n->mode;
-	st->st_ino = n->ino;
-	st->st_uid = process_gone ? 0 : n->uid;
-	st->st_gid = process_gone ? 0 : n->gid;
+	node_recall(n, st);
+	if (process_gone)
+		st->st_uid = st->st_gid = 0;
 	st->st_nlink = n->type == S_IFDIR ? 2 : 1;
 	st->st_blksize = 1024;
 	return 0;
