@@ -65,11 +65,11 @@ def deep_walk(root, until, errors, counts):
 
 def test_many_readers_while_processes_fork_and_exit(mount_with):
     m = mount_with()
-    churn = [subprocess.Popen([os.path.join(HELPERS, "forker"), "0"],
-                              stdout=subprocess.DEVNULL) for _ in range(2)]
-    threads = Threads(200)
-    walkers, errors, counts = [], [], [0]
+    churn, walkers, threads, errors, counts = [], [], None, [], [0]
     try:
+        threads = Threads(200)
+        churn = [subprocess.Popen([os.path.join(HELPERS, "forker"), "0"],
+                                  stdout=subprocess.DEVNULL) for _ in range(2)]
         walkers = [subprocess.Popen([os.path.join(HELPERS, "walker"), m.path,
                                      str(WALK_SECONDS)], stdout=subprocess.PIPE, text=True)
                    for _ in range(WALKERS)]
@@ -88,7 +88,8 @@ def test_many_readers_while_processes_fork_and_exit(mount_with):
     finally:
         stop_all([w for w in walkers if w.poll() is None])
         stop_all(churn)
-        threads.stop()
+        if threads:
+            threads.stop()
     assert all(v > 0 for v in visits) and counts[0] > 0, (visits, counts)
     assert not errors, "errors /proc would not give: %s" % sorted(set(errors))[:20]
     assert_matches(m, settle=5.0)
