@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include "cache/tsan.h"
 #include "fs/log.h"
 
 static struct cds_lfht *table;
@@ -58,6 +59,7 @@ static int key_match(struct cds_lfht_node *ht_node, const void *key)
 	const struct node *n = caa_container_of(ht_node, struct node, by_name);
 	const struct node_key *k = key;
 
+	tsan_found(n); /* every lookup sees a node here first */
 	return n->parent_serial == k->parent_serial && strcmp(n->name, k->name) == 0;
 }
 
@@ -242,6 +244,7 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	atomic_store(&n->nlookup, 1);
 	/* Two racing lookups may both add one: each is a valid node, the
 	 * kernel keeps whichever it was told last. */
+	tsan_published(n);
 	rcu_read_lock();
 	cds_lfht_add(by_id, id_hash(n->serial), &n->by_id);
 	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
@@ -249,13 +252,24 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	return n;
 }
 
+/* Concurrent getattrs of one node remember at once while others read (see
+ * node_recall): each field is stored and loaded whole. */
 void node_remember(struct node *n, const struct stat *st)
 {
-	n->mode = st->st_mode;
-	n->uid = st->st_uid;
-	n->gid = st->st_gid;
-	n->nlink = (unsigned)st->st_nlink;
-	n->ino = st->st_ino;
+	__atomic_store_n(&n->mode, st->st_mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->uid, st->st_uid, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->gid, st->st_gid, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->nlink, (unsigned)st->st_nlink, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->ino, st->st_ino, __ATOMIC_RELAXED);
+}
+
+void node_recall(const struct node *n, struct stat *st)
+{
+	st->st_mode = __atomic_load_n(&n->mode, __ATOMIC_RELAXED);
+	st->st_uid = __atomic_load_n(&n->uid, __ATOMIC_RELAXED);
+	st->st_gid = __atomic_load_n(&n->gid, __ATOMIC_RELAXED);
+	st->st_nlink = __atomic_load_n(&n->nlink, __ATOMIC_RELAXED);
+	st->st_ino = __atomic_load_n(&n->ino, __ATOMIC_RELAXED);
 }
 
 void node_forget(struct node *n, uint64_t count)

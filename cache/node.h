@@ -82,6 +82,8 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 
 /* Records st as the node's last known attributes. */
 void node_remember(struct node *n, const struct stat *st);
+/* The attributes last remembered (mode, uid, gid, ino) into st. */
+void node_recall(const struct node *n, struct stat *st);
 
 /* Drops n lookup references; frees the node (after a grace period) at zero. */
 void node_forget(struct node *n, uint64_t count);

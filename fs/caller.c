@@ -28,7 +28,7 @@ static __thread int switched;
 static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
+	struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind sees only d[0] written */
 
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
@@ -52,6 +52,11 @@ static int caps_set_effective(uint64_t eff)
 int caller_init(int selfproc)
 {
 	self_proc = selfproc;
+	return caller_caps_reload();
+}
+
+int caller_caps_reload(void)
+{
 	return caps_get(&daemon_eff, &daemon_prm, &daemon_inh);
 }
 
@@ -73,7 +78,7 @@ static int load_status(struct caller *c)
 static int load_caps(struct caller *c)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, c->tid };
-	struct __user_cap_data_struct d[2];
+	struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind sees only d[0] written */
 
 	if (syscall(SYS_capget, &h, d))
 		return -errno;

@@ -31,6 +31,10 @@ struct caller {
 /* Records the daemon's own credentials; selfproc is the daemon's /proc. */
 int caller_init(int selfproc);
 
+/* Records the daemon's capabilities again, after they changed (dropped):
+ * a caller gets its effective set within the daemon's permitted set. */
+int caller_caps_reload(void);
+
 /* Fills c from the request. Never fails: what cannot be learnt about the
  * caller is assumed unprivileged. */
 void caller_load(fuse_req_t req, struct caller *c);

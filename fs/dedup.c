@@ -55,10 +55,15 @@ static int shares_files(pid_t a, pid_t b)
 /* The thread group of a thread id looked up at the root; 0 for a leader. */
 static pid_t group_of_thread(const struct node *dir)
 {
+	pid_t tgid;
+
 	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid ||
 	    pidgen_is_leader(dir->owner.pid))
 		return 0;
-	return procfile_tgid(pf.srcfd, dir->owner.pid);
+	/* pidgen_is_leader may say no for a leader too (ENOSYS under seccomp or
+	 * valgrind): a leader's task/ linking to itself would loop. */
+	tgid = procfile_tgid(pf.srcfd, dir->owner.pid);
+	return tgid == dir->owner.pid ? 0 : tgid;
 }
 
 static int files_name(const char *name)

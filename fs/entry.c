@@ -56,11 +56,9 @@ static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 	if (process_gone && n->type == S_IFDIR && (!strcmp(n->name, "fd") || !strcmp(n->name, "fdinfo")))
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
-	st->st_mode = n->mode;
-	st->st_ino = n->ino;
-	st->st_uid = process_gone ? 0 : n->uid;
-	st->st_gid = process_gone ? 0 : n->gid;
-	st->st_nlink = n->nlink;
+	node_recall(n, st);
+	if (process_gone)
+		st->st_uid = st->st_gid = 0;
 	st->st_blksize = 1024;
 	return 0;
 }
@@ -144,12 +142,20 @@ static enum cache_class cache_class(const struct node *parent, const char *name,
 	return CACHE_ALL;
 }
 
-static double attr_timeout_for(const struct node *n)
+/* Lookups of one name on several threads may set a node's class at once
+ * (from the process state each saw): it is stored and read whole (atomic),
+ * and a lookup's reply uses the class that lookup decided. */
+static double attr_timeout_for_class(const struct node *n, enum cache_class class)
 {
-	if (n->cache == CACHE_NONE || n->cache == CACHE_PRESENT_NAME ||
+	if (class == CACHE_NONE || class == CACHE_PRESENT_NAME ||
 	    (n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
+}
+
+static double attr_timeout_for(const struct node *n)
+{
+	return attr_timeout_for_class(n, __atomic_load_n(&n->cache, __ATOMIC_RELAXED));
 }
 
 static double entry_timeout_for(enum cache_class class)
@@ -171,6 +177,7 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 	struct stat st;
 	enum node_kind kind = NODE_MIRROR;
 	struct node_owner owner = p->owner;
+	enum cache_class class;
 	struct node *n;
 	int r;
 
@@ -204,13 +211,14 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner);
 	if (!n)
 		return -ENOMEM;
-	n->cache = cache_class(p, name, kind);
+	class = cache_class(p, name, kind);
+	__atomic_store_n(&n->cache, (unsigned char)class, __ATOMIC_RELAXED);
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
-	e->attr_timeout = attr_timeout_for(n);
-	e->entry_timeout = entry_timeout_for(n->cache);
+	e->attr_timeout = attr_timeout_for_class(n, class);
+	e->entry_timeout = entry_timeout_for(class);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. */
 	if ((kind == NODE_DEDUP_LINK || dedup_candidate(p, name)) && e->entry_timeout > DEDUP_RECHECK_S)

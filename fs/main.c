@@ -20,6 +20,7 @@
 #include "cache/tgid_index.h"
 #include "fs/log.h"
 #include "fs/options.h"
+#include "fs/privileges.h"
 #include "fs/procfast.h"
 #include "fs/source.h"
 #include "fs/supervisor.h"
@@ -284,6 +285,10 @@ int main(int argc, char *argv[])
 		goto out_session;
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
+		goto out_unmount;
+	/* Mounted and no thread started yet (capabilities are per thread): from
+	 * here on, supervisor and servers keep only what serving needs. */
+	if (privileges_drop())
 		goto out_unmount;
 	if (!cmd.foreground)
 		log_to_syslog();

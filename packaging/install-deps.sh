@@ -6,7 +6,7 @@ set -eu
 # clang and its runtimes: the fuzz targets (tests/fuzz).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
-      clang libclang-rt-dev"
+      clang libclang-rt-dev cppcheck valgrind"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -98,7 +98,8 @@ class Mount:
             os.rmdir(self.path)
         except OSError:
             pass
-        bad = [m for m in ("AddressSanitizer", "runtime error:", "LeakSanitizer") if m in out]
+        bad = [m for m in ("AddressSanitizer", "runtime error:", "LeakSanitizer", "ThreadSanitizer")
+               if m in out]
         assert not bad and rc == 0, "procfast exit %s, log:\n%s" % (rc, out[-4000:])
 
 

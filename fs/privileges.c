@@ -1,0 +1,91 @@
+#include "fs/privileges.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include "fs/caller.h"
+#include "fs/log.h"
+
+static const cap_value_t kept[] = { PROCFAST_KEPT_CAPS };
+
+/* The kept capabilities the daemon holds, as permitted and effective; the
+ * inheritable set stays empty. */
+static cap_t kept_of(cap_t now)
+{
+	cap_t want = cap_init();
+
+	for (size_t i = 0; want && i < sizeof(kept) / sizeof(kept[0]); i++) {
+		cap_flag_value_t has = CAP_CLEAR;
+
+		if (!CAP_IS_SUPPORTED(kept[i]) || cap_get_flag(now, kept[i], CAP_PERMITTED, &has) ||
+		    has != CAP_SET)
+			continue;
+		if (cap_set_flag(want, CAP_PERMITTED, 1, &kept[i], CAP_SET) ||
+		    cap_set_flag(want, CAP_EFFECTIVE, 1, &kept[i], CAP_SET)) {
+			cap_free(want);
+			return NULL;
+		}
+	}
+	return want;
+}
+
+/* Empties the bounding set (needs CAP_SETPCAP, still held here): no later
+ * execve could regain what was dropped. */
+static int clear_bounding(void)
+{
+	for (cap_value_t c = 0; CAP_IS_SUPPORTED(c); c++)
+		if (cap_drop_bound(c) && errno != EINVAL)
+			return -errno;
+	return 0;
+}
+
+static int has_any_permitted(cap_t now)
+{
+	for (cap_value_t c = 0; CAP_IS_SUPPORTED(c); c++) {
+		cap_flag_value_t has = CAP_CLEAR;
+
+		if (!cap_get_flag(now, c, CAP_PERMITTED, &has) && has == CAP_SET)
+			return 1;
+	}
+	return 0;
+}
+
+static int drop(cap_t now)
+{
+	cap_t want;
+	int r;
+
+	if ((r = clear_bounding()))
+		return r;
+	if (cap_reset_ambient())
+		return -errno;
+	if (!(want = kept_of(now)))
+		return -ENOMEM;
+	r = cap_set_proc(want) ? -errno : 0;
+	cap_free(want);
+	if (r)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	/* Worker threads take the caller's capabilities within the new
+	 * permitted set (capset refuses anything beyond it). */
+	return caller_caps_reload();
+}
+
+int privileges_drop(void)
+{
+	cap_t now = cap_get_proc();
+	int r;
+
+	if (!now)
+		return -errno;
+	/* A user's own mount holds nothing to drop; no_new_privs would only
+	 * stop its unmount, which runs the set-user-ID fusermount3. */
+	r = has_any_permitted(now) ? drop(now) : 0;
+	cap_free(now);
+	if (r)
+		log_err("cannot drop capabilities: %s", strerror(-r));
+	return r;
+}
