@@ -20,7 +20,7 @@ cleanup() {
 	for m in "$WORK"/mnt "$WORK"/view; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" || umount -l "$m"; }
 	done
-	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
+	[[ -n ${SLEEPER:-} ]] && kill -9 $(pgrep -P "$SLEEPER") "$SLEEPER" 2>/dev/null
 	sleep 0.5
 	rm -rf "$WORK"
 }
@@ -93,8 +93,8 @@ server (tests/test_restart.py); there is no `/proc` counterpart to compare with.
 |---|---|---|
 | supervisor | %d KiB | %d KiB |
 | server | %d KiB | %d KiB |
-<!-- restart:end -->""" % (kills, time.strftime("%%Y-%%m-%%d %%H:%%M UTC", time.gmtime()),
-       os.uname().release, os.cpu_count(), load_before, open("/proc/loadavg").read().split()[:3],
+<!-- restart:end -->""" % (kills, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+       os.uname().release, os.cpu_count(), load_before, " ".join(open("/proc/loadavg").read().split()[:3]),
        kills, statistics.median(lat), lat[0], lat[-1], mem[0], mem[2], mem[1], mem[3]))
 PY
 )

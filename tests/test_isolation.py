@@ -190,3 +190,38 @@ def test_hidepid_hides_by_every_path(hidepid, mount_with, outsider):
     assert out.pop("listed") == [], out
     bad = {k: errno.errorcode.get(x, x) for k, x in out.items() if x != errno.ENOENT}
     assert not bad, bad
+
+
+USERNS_PROBE = r'''
+import errno, json, os, sys
+mnt, pid = sys.argv[1], sys.argv[2]
+out = {}
+for rel in (pid + "/environ", pid + "/maps", pid + "/fd", pid + "/root"):
+    for base in ("/proc", mnt):
+        try:
+            p = os.path.join(base, rel)
+            os.listdir(p) if rel.endswith(("fd", "root")) else open(p, "rb").read(1)
+            r = "ok"
+        except OSError as e:
+            r = errno.errorcode[e.errno]
+        out.setdefault(rel, []).append(r)
+print(json.dumps(out))
+'''
+
+
+def test_user_namespace_root_gets_no_host_capabilities(mnt):
+    """A caller that is root in its own user namespace (a rootless container) has its
+    capabilities there only: through the mount, as on /proc, they do not open the host's
+    processes."""
+    target = subprocess.Popen(["sleep", "3600"])   # root's, in the host's namespaces
+    try:
+        r = subprocess.run(["unshare", "-U", "-r", "/usr/bin/python3", "-c", USERNS_PROBE,
+                            mnt.path, str(target.pid)],
+                           capture_output=True, text=True, timeout=60, cwd="/")
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert all(real == ours for real, ours in out.values()), out
+    assert out["%d/environ" % target.pid][0] == "EACCES", out   # the comparison is not idle
