@@ -237,7 +237,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
 	enum supervisor_role role = SERVE_FIRST;
-	char resume_path[32];
+	char resume_path[32] = "";
 	int resume_fd = -1;
 	struct options o;
 	int ret = 1;

@@ -81,7 +81,7 @@ static int send_fds(int sock, const int fds[2], int err)
 	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (!err) {
+	if (!err && fds) {
 		msg.msg_control = cbuf;
 		msg.msg_controllen = sizeof(cbuf);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
