@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,9 +159,18 @@ static void describe_death(pid_t pid, int wstatus)
 		log_err("server %d exited with %d: starting another", pid, WEXITSTATUS(wstatus));
 }
 
+/* The kernel says POLLERR on the session fd once the mount is gone (unmounted,
+ * or its connection aborted): nothing is left to serve. */
+static int connection_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = 0 };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 /* Waits for the server or a signal; 1 when the server ended the mount,
  * -1 when it died and must be replaced, 0 to upgrade. */
-static int watch(pid_t server, const sigset_t *set, int *status)
+static int watch(struct fuse_session *se, pid_t server, const sigset_t *set, int *status)
 {
 	siginfo_t si;
 	int wstatus;
@@ -178,7 +188,8 @@ static int watch(pid_t server, const sigset_t *set, int *status)
 		}
 		if (waitpid(server, &wstatus, WNOHANG) != server)
 			continue;
-		if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+		if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) ||
+		    connection_gone(fuse_session_fd(se))) {
 			*status = 0;
 			return 1;
 		}
@@ -217,7 +228,7 @@ enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int re
 			*status = 1;
 			break;
 		}
-		r = watch(server, &set, status);
+		r = watch(se, server, &set, status);
 		if (r > 0)
 			break;
 		if (r == 0) {

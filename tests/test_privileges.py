@@ -69,11 +69,14 @@ def test_daemon_keeps_the_documented_set(mnt):
     started_with = int(status_fields("/proc/self/status")["CapPrm"], 16)
     want = mask(documented_caps()) & started_with
     assert want, "the test runner has none of the kept capabilities"
-    pid = mnt.proc.pid
     os.listdir(mnt.path)  # answered only once serving, so after the drop
-    tasks = os.listdir("/proc/%d/task" % pid)
-    assert len(tasks) >= 3  # main, a worker, the event threads, the resize worker
-    for tid in tasks:
+    # the supervisor (one thread) and the server it runs (fs/supervisor.c)
+    supervisor, server = mnt.proc.pid, mnt.server_pid()
+    assert server != supervisor
+    tasks = [(supervisor, t) for t in os.listdir("/proc/%d/task" % supervisor)]
+    server_tasks = [(server, t) for t in os.listdir("/proc/%d/task" % server)]
+    assert len(server_tasks) >= 3  # main, a worker, the event threads, the resize worker
+    for pid, tid in tasks + server_tasks:
         try:
             st = status_fields("/proc/%d/task/%s/status" % (pid, tid))
         except FileNotFoundError:

@@ -30,7 +30,11 @@ static void parse_raw(const uint8_t *data, size_t size)
 	text[n] = '\0';
 	if (stat_parse(text, &exited, &start) == 0)
 		assert(exited == 0 || exited == 1);
-	stat_number(text, 9, &start);
+	{
+		unsigned long long flags;
+
+		stat_number(text, 9, &flags);
+	}
 	free(text);
 }
 
