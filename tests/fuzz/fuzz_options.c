@@ -36,7 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	if (options_parse(&args, &o) == 0) {
-		assert(o.source);
+		/* no source: /proc (fs/source.c) */
+		assert(!o.hidepid || o.hide_level == 0 || o.hide_level == 1 || o.hide_level == 2 ||
+		       o.hide_level == 4);
+		assert(!o.subset || !strcmp(o.subset, "pid"));
 		assert(!o.events || !strcmp(o.events, "on") || !strcmp(o.events, "off"));
 		assert(o.event_rcvbuf >= 0);
 		assert(o.entry_timeout >= 0 && o.entry_timeout <= 3600);
