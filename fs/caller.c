@@ -79,7 +79,7 @@ static int load_status(struct caller *c)
 	char buf[4096];
 
 	if (procfile_read(self_proc, c->tid, "status", buf, sizeof(buf)) <= 0)
-		return -ENOENT;
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : -ENOENT;
 	c->tgid = status_tgid(buf);
 	c->ngroups = status_groups(buf, c->groups, CALLER_MAX_GROUPS);
 	return 0;
@@ -136,12 +136,16 @@ static int is_leader(pid_t tid)
 pid_t caller_tgid(const struct caller *c)
 {
 	struct caller fresh = *c;
+	int r;
 
+	errno = ENOENT;
 	if (!c->tid)
 		return 0;
 	if (is_leader(c->tid))
 		return c->tid;
-	return load_status(&fresh) == 0 ? fresh.tgid : 0;
+	if ((r = load_status(&fresh)) < 0)
+		errno = -r;
+	return r == 0 ? fresh.tgid : 0;
 }
 
 void caller_load(fuse_req_t req, struct caller *c)

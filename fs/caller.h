@@ -40,7 +40,8 @@ int caller_caps_reload(void);
 void caller_load(fuse_req_t req, struct caller *c);
 
 /* The caller's thread group, read afresh: a cached one could belong to a
- * previous owner of a reused tid. 0 when unknown. */
+ * previous owner of a reused tid. 0 when unknown, with errno ENOENT, or
+ * EMFILE/ENFILE/ENOMEM when the daemon could not look. */
 pid_t caller_tgid(const struct caller *c);
 
 /* Switches the calling thread to c's credentials / back to the daemon's. */

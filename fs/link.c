@@ -138,9 +138,12 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
  * a caller outside the mount's pid namespace has neither (ENOENT). */
 static int read_caller_link(const struct node *n, const struct caller *c, char *buf, size_t len)
 {
-	pid_t tgid = pid_view_from_daemon(caller_tgid(c));
-	pid_t tid = pid_view_from_daemon(c->tid);
+	pid_t tgid = caller_tgid(c), tid;
 
+	if (!tgid)  /* out of fds is no answer, but not "no such process" */
+		return errno == ENOENT ? -ENOENT : -errno;
+	tgid = pid_view_from_daemon(tgid);
+	tid = pid_view_from_daemon(c->tid);
 	if (!tgid || !tid)
 		return -ENOENT;
 	if (!strcmp(n->name, "self"))
