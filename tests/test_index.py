@@ -261,6 +261,7 @@ def test_enobufs_during_storm_keeps_long_lived(mount_with):
     events overflow a tiny socket; the storm goes on through the rescan. After it the
     listing converges to /proc's: every long-lived process listed, the exited ones not."""
     m = mount_with("event_rcvbuf=4096")
+    server = m.server_pid()
     storm = [subprocess.Popen([helper("forker"), "0"], stdout=subprocess.DEVNULL)
              for _ in range(2)]
     lived = []
@@ -268,7 +269,7 @@ def test_enobufs_during_storm_keeps_long_lived(mount_with):
         for phase in ("running", "stopped", "running"):
             # stopped: the listener cannot read, so the socket overflows on any machine
             if phase == "stopped":
-                os.kill(m.proc.pid, signal.SIGSTOP)
+                os.kill(server, signal.SIGSTOP)
             try:
                 for _ in range(15):
                     lived += sleepers(1)
@@ -277,7 +278,7 @@ def test_enobufs_during_storm_keeps_long_lived(mount_with):
                     time.sleep(0.01)
                 stop_all(lived[-15::3])
             finally:
-                os.kill(m.proc.pid, signal.SIGCONT)
+                os.kill(server, signal.SIGCONT)
     finally:
         stop_all(storm)
     try:
