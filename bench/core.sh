@@ -13,6 +13,7 @@
 # round (rotating order) because these 2-core machines are noisy: a disturbance
 # then hits all arms alike, and medians discard the outliers.
 set -euo pipefail
+. "$(dirname "$0")/results.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-30}
@@ -196,16 +197,4 @@ Each section below is written by one script in `bench/` and replaced whenever th
 runs again. Every figure names the command that produced it; rerun that command to check it.
 EOF
 fi
-# replace our section in place (or append it the first time), holding a lock on the file
-# because other bench scripts rewrite their own sections of it too
-printf '%s\n' "$section" >"$WORK/section"
-exec 9<"$RESULTS"; flock 9
-awk -v f="$WORK/section" '
-    /<!-- core:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-    /<!-- core:end -->/   { skip = 0; next }
-    !skip                 { print }
-    END                   { if (!done) { print ""; while ((getline l < f) > 0) print l } }
-' "$RESULTS" >"$WORK/results"
-cat "$WORK/results" >"$RESULTS"
-exec 9<&-
-echo "core.sh: wrote section 'core' of $RESULTS" >&2
+write_section core "$section"

@@ -13,6 +13,7 @@
 # fuse_inode and dentry active objects in /proc/slabinfo (global: on the mount arms
 # they include the proc inodes the daemon's own reads of /proc create), daemon VmHWM.
 set -euo pipefail
+. "$(dirname "$0")/results.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CASES=${CASES:-"200x200 1000x1000 100x16384"}
@@ -169,14 +170,4 @@ $(printf '%s\n' "${memrows[@]}")
 <!-- dedup:end -->
 EOF
 )
-printf '%s\n' "$section" >"$WORK/section"
-exec 9<"$RESULTS"; flock 9
-awk -v f="$WORK/section" '
-    /<!-- dedup:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-    /<!-- dedup:end -->/   { skip = 0; next }
-    !skip                  { print }
-    END                    { if (!done) { print ""; while ((getline l < f) > 0) print l } }
-' "$RESULTS" >"$WORK/results"
-cat "$WORK/results" >"$RESULTS"
-exec 9<&-
-echo "dedup.sh: wrote section 'dedup' of $RESULTS" >&2
+write_section dedup "$section"

@@ -11,6 +11,7 @@
 # kill to that success is one sample. Also: VmRSS of the supervisor and of the
 # server, idle, and of a pidns= view's pair.
 set -euo pipefail
+. "$(dirname "$0")/results.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PROCFAST=${PROCFAST:-$ROOT/build/procfast}
 KILLS=${1:-10}
@@ -99,14 +100,4 @@ server (tests/test_restart.py); there is no `/proc` counterpart to compare with.
 PY
 )
 echo "$section" >&2
-printf '%s\n' "$section" >"$WORK/section"
-exec 9<"$RESULTS"; flock 9
-awk -v f="$WORK/section" '
-    /<!-- restart:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-    /<!-- restart:end -->/   { skip = 0; next }
-    !skip                    { print }
-    END                      { if (!done) { print ""; while ((getline l < f) > 0) print l } }
-' "$RESULTS" >"$WORK/results"
-cat "$WORK/results" >"$RESULTS"
-exec 9<&-
-echo "restart.sh: wrote section 'restart' of $RESULTS" >&2
+write_section restart "$section"

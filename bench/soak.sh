@@ -10,6 +10,7 @@
 # Environment: PROCFAST (daemon binary, default build/procfast; built if missing),
 #              READERS (default 16), THREADS (default 5000).
 set -euo pipefail
+. "$(dirname "$0")/results.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_RUN=${1:-300}
@@ -107,16 +108,4 @@ EOF
 )
 echo "$section" >&2
 
-# replace our section in place (or append it), holding a lock: other bench scripts
-# rewrite their own sections of the same file
-printf '%s\n' "$section" >"$WORK/section"
-exec 9<"$RESULTS"; flock 9
-awk -v f="$WORK/section" '
-    /<!-- soak:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-    /<!-- soak:end -->/   { skip = 0; next }
-    !skip                 { print }
-    END                   { if (!done) { print ""; while ((getline l < f) > 0) print l } }
-' "$RESULTS" >"$WORK/results"
-cat "$WORK/results" >"$RESULTS"
-exec 9<&-
-echo "soak.sh: wrote section 'soak' of $RESULTS" >&2
+write_section soak "$section"
