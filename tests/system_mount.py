@@ -36,8 +36,12 @@ def alive(pid):
 
 
 def parent(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
+    """pid's parent, or None once pid is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 def daemons(mountpoint):
@@ -87,9 +91,15 @@ class SystemMount:
             raise AssertionError("mount %s %s: rc %d: %s" % (" ".join(args), path, r.returncode,
                                                              r.stderr))
         # the supervisor and the server it runs (fs/supervisor.c)
+        # (the process mount.fuse3 ran exits once it went to the background: only the
+        # two that stay count)
         found = []
-        wait_for(lambda: found.extend(daemons(path)) or len(set(found)) == 2, 10)
-        self.pids = sorted(set(found))
+
+        def settled():
+            found[:] = daemons(path)
+            return len(found) == 2 and all(parent(p) for p in found)
+        wait_for(settled, 10)
+        self.pids = sorted(found)
         sups = [p for p in self.pids if parent(p) not in self.pids]
         if len(self.pids) != 2 or len(sups) != 1:
             self.pid = None
