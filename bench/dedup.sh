@@ -30,6 +30,7 @@ ARMS=(proc dedup nodedup)
 
 WORK=$(mktemp -d /tmp/procfast-bench-dedup.XXXXXX)
 declare -A DPID SYSCTL_SAVED
+declare -A SERVER
 VICTIM=
 cleanup() {
     set +e
@@ -55,7 +56,14 @@ start_daemon() { # arm, options...
     mkdir -p "$WORK/$arm"
     "$PROCFAST" -f "$@" "$WORK/$arm" 2>"$WORK/$arm.log" </dev/null &
     DPID[$arm]=$!
-    for _ in $(seq 100); do mountpoint -q "$WORK/$arm" && [[ -e $WORK/$arm/self/stat ]] && return; sleep 0.1; done
+    for _ in $(seq 100); do
+        if mountpoint -q "$WORK/$arm" && [[ -e $WORK/$arm/self/stat ]]; then
+            # procfast serves from its supervisor's child (fs/supervisor.c): measure that
+            SERVER[$arm]=$(pgrep -P "${DPID[$arm]}" | head -1 || true)
+            return
+        fi
+        sleep 0.1
+    done
     echo "dedup.sh: procfast $* did not mount" >&2; cat "$WORK/$arm.log" >&2; exit 1
 }
 
@@ -67,18 +75,18 @@ median() { sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[
 walk() { # arm dir
     local arm=$1 dir=$2 s0 s1 t0 t1 hwm=0
     sync; echo 2 >/proc/sys/vm/drop_caches; sleep 1
-    [[ $arm != proc ]] && echo 5 >"/proc/${DPID[$arm]}/clear_refs"
+    [[ $arm != proc ]] && echo 5 >"/proc/${SERVER[$arm]}/clear_refs"
     s0=$(slab); t0=${EPOCHREALTIME/./}
     find "$dir" >"$WORK/out" 2>/dev/null || true
     t1=${EPOCHREALTIME/./}; s1=$(slab)
-    [[ $arm != proc ]] && hwm=$(kib "${DPID[$arm]}" VmHWM)
+    [[ $arm != proc ]] && hwm=$(kib "${SERVER[$arm]}" VmHWM)
     echo "$(wc -l <"$WORK/out") $(grep -cE '/fd(info)?/' "$WORK/out") $(((t1 - t0) / 1000)) \
 $(echo "$s0 $s1" | awk '{print $4-$1, $5-$2, $6-$3}') $hwm"
 }
 
 start_daemon dedup
 start_daemon nodedup -o nodedup
-IDLE_RSS=$(kib "${DPID[dedup]}" VmRSS)
+IDLE_RSS=$(kib "${SERVER[dedup]}" VmRSS)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 others=$(( $(pgrep -c -x procfast || true) - 2 ))
 rows=() targets=() memrows=()
@@ -91,7 +99,7 @@ for c in $CASES; do
     "$HELPER" "$T" "$F" --hold >"$WORK/victim.json" </dev/null &
     VICTIM=$!
     until [[ -s $WORK/victim.json ]]; do sleep 0.1; done
-    rss0=$(kib "${DPID[dedup]}" VmRSS)
+    rss0=$(kib "${SERVER[dedup]}" VmRSS)
     for ((r = 0; r < RUNS; r++)); do
         for ((k = 0; k < 3; k++)); do       # rotate which arm goes first
             arm=${ARMS[(r + k) % 3]}
@@ -105,11 +113,11 @@ for c in $CASES; do
     tdir=$WORK/dedup/$VICTIM/task/$tid
     net_share="$(find "$tdir/net" | wc -l) of $(find "$tdir" | wc -l)"
     # the process exits: the daemon's RSS afterwards (at once, +3 s, after drop_caches + 3 s)
-    rss_peak=$(kib "${DPID[dedup]}" VmRSS)
+    rss_peak=$(kib "${SERVER[dedup]}" VmRSS)
     kill -KILL "$VICTIM"; wait "$VICTIM" 2>/dev/null || true; VICTIM=
-    sleep 0.5; rss_a=$(kib "${DPID[dedup]}" VmRSS)
-    sleep 3; rss_b=$(kib "${DPID[dedup]}" VmRSS)
-    echo 2 >/proc/sys/vm/drop_caches; sleep 3; rss_c=$(kib "${DPID[dedup]}" VmRSS)
+    sleep 0.5; rss_a=$(kib "${SERVER[dedup]}" VmRSS)
+    sleep 3; rss_b=$(kib "${SERVER[dedup]}" VmRSS)
+    echo 2 >/proc/sys/vm/drop_caches; sleep 3; rss_c=$(kib "${SERVER[dedup]}" VmRSS)
     memrows+=("| $T × $F | $IDLE_RSS | $rss0 | $rss_peak | $rss_a | $rss_b | $rss_c |")
 
     # medians per arm and column
