@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -25,13 +24,6 @@ static int use_pidfs;
 static int pidfd_open_any(pid_t pid, unsigned flags)
 {
 	return (int)syscall(SYS_pidfd_open, pid, flags);
-}
-
-/* pidfd_open failed for want of resources (EMFILE...), not for the task:
- * nothing is known about it then. */
-static int out_of_resources(int err)
-{
-	return err == EMFILE || err == ENFILE || err == ENOMEM;
 }
 
 /* A pidfd of the source's task pid: in a pid view, the pid is translated,
@@ -98,7 +90,7 @@ static void probe_pidfd(pid_t pid, struct task_state *ts)
 	__do_close int fd = task_pidfd(pid, PIDFD_THREAD);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	ts->err = fd < 0 ? (out_of_resources(errno) ? -errno : -ENOENT) : fstat(fd, &st) ? -ENOENT : 0;
+	ts->err = fd < 0 ? (procfile_out_of_resources(errno) ? -errno : -ENOENT) : fstat(fd, &st) ? -ENOENT : 0;
 	ts->gen = ts->err ? 0 : st.st_ino;
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
 }
@@ -111,7 +103,7 @@ static void probe_stat(pid_t pid, struct task_state *ts)
 	ts->err = -ENOENT;
 	ts->exited = 1;
 	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
-		if (out_of_resources(errno))
+		if (procfile_out_of_resources(errno))
 			ts->err = -errno;
 		return;
 	}
@@ -163,7 +155,7 @@ int pidgen_exiting(pid_t pid)
 	unsigned long long flags;
 
 	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
-		return !out_of_resources(errno);
+		return !procfile_out_of_resources(errno);
 	if (stat_number(buf, 9, &flags))
 		return 0;
 	return (flags & PF_EXITING) != 0;
@@ -178,7 +170,7 @@ int pidgen_is_leader(pid_t pid)
 		/* Not a leader: ESRCH, or ENOENT/EINVAL for a thread. Out of
 		 * fds, say leader: the index may hold a false positive for a
 		 * while, never lose a process (see tgid_index.h). */
-		return fd >= 0 || out_of_resources(errno);
+		return fd >= 0 || procfile_out_of_resources(errno);
 	}
 	return procfile_tgid(source_fd, pid) == pid;
 }

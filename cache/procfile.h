@@ -2,7 +2,15 @@
 #ifndef PROCFAST_PROCFILE_H
 #define PROCFAST_PROCFILE_H
 
+#include <errno.h>
 #include <sys/types.h>
+
+/* A read or pidfd_open failed for want of resources (EMFILE...), not
+ * because of the task: nothing is known about the task then. */
+static inline int procfile_out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
 
 /* Reads procfs_fd's "PID/name" into buf, NUL-terminated; its length, or -1. */
 ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len);

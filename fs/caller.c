@@ -79,7 +79,7 @@ static int load_status(struct caller *c)
 	char buf[4096];
 
 	if (procfile_read(self_proc, c->tid, "status", buf, sizeof(buf)) <= 0)
-		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : -ENOENT;
+		return procfile_out_of_resources(errno) ? -errno : -ENOENT;
 	c->tgid = status_tgid(buf);
 	c->ngroups = status_groups(buf, c->groups, CALLER_MAX_GROUPS);
 	return 0;
