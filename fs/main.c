@@ -19,6 +19,7 @@
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/log.h"
+#include "fs/names.h"
 #include "fs/options.h"
 #include "fs/privileges.h"
 #include "fs/procfast.h"
@@ -43,7 +44,7 @@ static int source_in_our_pid_ns(int srcfd)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return atoi(buf) == getpid();
+	return name_pid(buf) == getpid();
 }
 
 static char source_path[64];
@@ -85,14 +86,12 @@ static int events_match_source(void)
 {
 	struct stat st;
 
-	return (source_in_our_pid_ns(pf.srcfd) || pid_view_active()) &&
+	return (pf.same_pid_ns || pid_view_active()) &&
 	       !fstatat(pf.selfproc, "self/ns/pid", &st, 0) && st.st_ino == PROC_PID_INIT_INO;
 }
 
 static int setup(const struct options *o)
 {
-	int same_ns;
-
 	pf.read_only = o->read_only;
 	pf.no_dedup = o->no_dedup;
 	pf.entry_timeout = o->entry_timeout;
@@ -108,10 +107,10 @@ static int setup(const struct options *o)
 	 * caller's per request. */
 	if (geteuid() == 0 && setgroups(0, NULL))
 		log_warn("setgroups: %s", strerror(errno));
-	same_ns = source_in_our_pid_ns(pf.srcfd);
-	pidgen_init(pf.indexfd, same_ns);
+	pf.same_pid_ns = source_in_our_pid_ns(pf.srcfd);
+	pidgen_init(pf.indexfd, pf.same_pid_ns);
 	tgid_index_init(pf.indexfd);
-	thread_dir_init(same_ns);
+	thread_dir_init(pf.same_pid_ns);
 	if (caller_init(pf.selfproc) || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;

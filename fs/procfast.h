@@ -16,6 +16,7 @@ struct procfast {
 	const char *source;  /* path of the procfs we mirror */
 	int srcfd;           /* its root, O_PATH */
 	int indexfd;         /* the same, without hidepid=: what the index scans */
+	int same_pid_ns;     /* the source's pids are the daemon's own */
 	int selfproc;        /* the daemon's own /proc, for facts about callers */
 	int read_only;
 	int no_dedup;        /* -o nodedup: the kernel's layout for thread fd/ */
