@@ -103,6 +103,15 @@ static int id_match(struct cds_lfht_node *ht_node, const void *key)
 	return caa_container_of(ht_node, struct node, by_id)->serial == *(const uint64_t *)key;
 }
 
+/* The node this thread resolved last: a request resolves its id twice, in
+ * the stale-id check (fs/stale.c) and in the operation. Ids are never
+ * reused and the kernel names only nodes it holds, so a remembered id
+ * always names a live node when it comes again. */
+static __thread struct {
+	uint64_t ino;
+	struct node *node;
+} last_resolved;
+
 struct node *node_from_ino(uint64_t ino)
 {
 	struct cds_lfht_iter iter;
@@ -110,13 +119,19 @@ struct node *node_from_ino(uint64_t ino)
 
 	if (ino == NODE_ROOT_ID)
 		return root;
+	if (ino == last_resolved.ino)
+		return last_resolved.node;
 	rcu_thread_register_once();
 	rcu_read_lock();
 	cds_lfht_lookup(by_id, id_hash(ino), id_match, &ino, &iter);
 	ht = cds_lfht_iter_get_node(&iter);
 	rcu_read_unlock();
+	if (!ht)
+		return NULL;
 	/* The kernel holds a reference on a node it names: it stays. */
-	return ht ? caa_container_of(ht, struct node, by_id) : NULL;
+	last_resolved.ino = ino;
+	last_resolved.node = caa_container_of(ht, struct node, by_id);
+	return last_resolved.node;
 }
 
 /* Above every id an earlier daemon on this connection gave out: it could
