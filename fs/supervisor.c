@@ -213,17 +213,21 @@ enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int re
 	connection_ready = mmap(NULL, sizeof(*connection_ready), PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (connection_ready == MAP_FAILED) {
+		/* Serving here instead would leave the mount to a process that
+		 * believes a supervisor unmounts it: give the mount up. */
+		log_err("cannot start the supervisor: %s", strerror(errno));
 		connection_ready = NULL;
-		return SERVE_FIRST; /* serve without a supervisor */
+		*status = 1;
+		return SUPERVISOR_DONE;
 	}
 	atomic_store(connection_ready, resumed);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	for (;;) {
-		int resumed = atomic_load(connection_ready);
+		int set_up = atomic_load(connection_ready);
 
 		server = start_server(&old);
 		if (server == 0)
-			return resumed ? SERVE_RESUMED : SERVE_FIRST;
+			return set_up ? SERVE_RESUMED : SERVE_FIRST;
 		if (server < 0) {
 			*status = 1;
 			break;
