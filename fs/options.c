@@ -119,7 +119,7 @@ static int procfs_options_valid(struct options *o)
 		fprintf(stderr, "procfast: subset=%s: only subset=pid exists\n", o->subset);
 		return 0;
 	}
-	if (o->gid && (!*o->gid || strtoul(o->gid, &end, 10) > 0xfffffffeUL || *end)) {
+	if (o->gid && (*o->gid < '0' || *o->gid > '9' || strtoul(o->gid, &end, 10) > 0xfffffffeUL || *end)) {
 		fprintf(stderr, "procfast: gid=%s: must be a numeric group id\n", o->gid);
 		return 0;
 	}

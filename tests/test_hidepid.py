@@ -87,7 +87,7 @@ def test_same_as_procfs(options, mount_with, real_procfs, others):
 def test_bad_values(tmp_path):
     from conftest import BIN
     for opt, word in (("hidepid=sometimes", "hidepid"), ("subset=sys", "subset"),
-                      ("gid=wheel", "gid")):
+                      ("gid=wheel", "gid"), ("gid= 5", "gid"), ("gid=-1", "gid")):
         r = subprocess.run([BIN, "-o", opt, str(tmp_path)], capture_output=True, text=True,
                            timeout=30)
         lines = r.stderr.strip().splitlines()
