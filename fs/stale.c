@@ -104,13 +104,22 @@ static void g_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pf_readdir(req, ino, size, off, fi);
 }
 
-/* A handle of an earlier daemon has nothing to release here. */
-static void g_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+typedef void handle_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* A handle of an earlier daemon has nothing to release here: its fh is
+ * never touched. */
+static void release_known(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+			  handle_op *release)
 {
 	if (node_from_ino(ino))
-		pf_releasedir(req, ino, fi);
+		release(req, ino, fi);
 	else
 		fuse_reply_err(req, 0);
+}
+
+static void g_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	release_known(req, ino, fi, pf_releasedir);
 }
 
 static void g_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -135,10 +144,7 @@ static void g_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 
 static void g_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (node_from_ino(ino))
-		pf_release(req, ino, fi);
-	else
-		fuse_reply_err(req, 0);
+	release_known(req, ino, fi, pf_release);
 }
 
 static void g_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
