@@ -89,7 +89,7 @@ Every failed request is repeated on /proc at once and classified (tests/soak.py)
 - Failed requests: %(errs)d; by errno: %(byerr)s.
 - By class: %(bycls)s. Errnos /proc would not give (class bad): **%(nbad)d**%(badlist)s.
 - Reader processes that failed: %(rfail)d.
-- Daemon fds: idle %(ifd)d, end of load %(efd)d, after %(afd)d, after a dentry drop %(dfd)d.
+- Daemon fds other than /dev/fuse clones: idle %(ifd)d, end of load %(efd)d, after %(afd)d, after a dentry drop %(dfd)d.
 - Daemon VmRSS KiB: idle %(irss)d, end of load %(erss)d, after %(arss)d; after
   \`echo 2 > /proc/sys/vm/drop_caches\` (the kernel forgets the names it caches, the
   daemon their nodes): %(drss)d. (Idle = after a 3 s warm-up walk by 4 readers; "after" =

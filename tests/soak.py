@@ -172,6 +172,20 @@ def daemon_fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def held_fds(pid):
+    """The daemon's fds other than /dev/fuse: libfuse's clone_fd gives every worker
+    thread its own /dev/fuse clone, and workers come and go with the load, so those say
+    nothing about what the daemon holds for its callers."""
+    d = "/proc/%d/fd" % pid
+    n = 0
+    for fd in os.listdir(d):
+        try:
+            n += os.readlink(os.path.join(d, fd)) != "/dev/fuse"
+        except FileNotFoundError:
+            pass  # closed while we looked
+    return n
+
+
 def daemon_rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
@@ -184,12 +198,12 @@ def sanitized(pid):
 
 
 def steady_fds(pid):
-    """The fd count once two readings 0.1 s apart agree (a request in flight holds a
+    """The held fd count once two readings 0.1 s apart agree (a request in flight holds a
     pidfd or a source file for a moment)."""
-    last = daemon_fds(pid)
+    last = held_fds(pid)
     while True:
         time.sleep(0.1)
-        now = daemon_fds(pid)
+        now = held_fds(pid)
         if now == last:
             return now
         last = now
@@ -271,7 +285,7 @@ def run(mount, daemon, seconds, readers=16, unprivileged=4, threads=5000, settle
     report["seconds"] = round(load_secs, 1)
     report["readers"], report["unprivileged"], report["threads"] = readers, unprivileged, threads
     report["idle"] = {"fds": idle_fds, "rss_kib": idle_rss}
-    report["end_of_load"] = {"fds": daemon_fds(daemon), "rss_kib": peak_rss}
+    report["end_of_load"] = {"fds": held_fds(daemon), "rss_kib": peak_rss}
     # "Back" to idle: the same fd count exactly, RSS within 1 MiB; polled, because the
     # kernel forgets the exited processes' inodes and the daemon trims its memory in
     # the background (once a second).

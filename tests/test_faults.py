@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import Mount
-from soak import daemon_fds, daemon_rss_kib, sanitized, steady_fds
+from soak import daemon_fds, daemon_rss_kib, held_fds, sanitized, steady_fds
 
 O_PATH_LINK = os.O_PATH | os.O_NOFOLLOW
 NOBODY = 65534
@@ -605,7 +605,7 @@ sys.stdin.readline()  # never closes: killed by the test
 def fds_become(pid, want, timeout=10):
     deadline = time.time() + timeout
     while steady_fds(pid) != want:
-        assert time.time() < deadline, "daemon fds: %d, want %d" % (daemon_fds(pid), want)
+        assert time.time() < deadline, "daemon fds: %d, want %d" % (held_fds(pid), want)
 
 
 def test_reader_never_closes(mount_with):
