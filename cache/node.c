@@ -134,6 +134,18 @@ struct node *node_from_ino(uint64_t ino)
 	return last_resolved.node;
 }
 
+/* The kernel holds every ancestor of a node it holds (a name pins its
+ * parent), so each is in the table. */
+struct node *node_process_dir(struct node *n)
+{
+	while (n && n->parent_serial != NODE_ROOT_ID) {
+		if (n->kind == NODE_ROOT)
+			return NULL;
+		n = node_from_ino(n->parent_serial);
+	}
+	return n && n->owner.tgid ? n : NULL;
+}
+
 /* Above every id an earlier daemon on this connection gave out: it could
  * not hand out ids faster than one per nanosecond of its life. */
 static uint64_t first_serial(void)

@@ -48,6 +48,7 @@ struct node {
 		uint64_t gen;    /* the task's generation (see pidgen.h) */
 	} owner;
 	_Atomic uint64_t nlookup;
+	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */
 };
@@ -96,6 +97,10 @@ void node_forget(struct node *n, uint64_t count);
 #define NODE_ROOT_ID 1
 
 struct node *node_from_ino(uint64_t ino);
+
+/* The directory at the root (PID) that n is in or is; NULL for the root and
+ * names beside the PIDs. */
+struct node *node_process_dir(struct node *n);
 
 static inline uint64_t node_ino(const struct node *n)
 {

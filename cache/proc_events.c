@@ -438,6 +438,9 @@ int proc_events_run(void)
 		proc_events_stop();
 		return -EAGAIN;
 	}
+	/* Named for top -H and for tests that stop one of them (ptrace). */
+	pthread_setname_np(notifier, "pf-notify");
+	pthread_setname_np(thread, "pf-events");
 	return 0;
 }
 

@@ -44,7 +44,7 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
 	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = node_error(n, fd < 0 ? -errno : 0);
+	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
 	caller_leave();
 	if (r)
 		return reply_err(req, r);

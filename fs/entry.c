@@ -37,6 +37,26 @@ int node_alive(const struct node *n)
 	return strstr(n->path, "/task/") ? -ENOENT : -ESRCH;
 }
 
+/* The kernel caches a process's name at the root until the exit event drops
+ * it (invalidate.c), and the pid may name a new process before that event is
+ * handled. procfs checks its names on every walk (pid_revalidate), so there a
+ * walk by path reaches the new process, or ENOENT. Here, the first request to
+ * find the process gone drops the name itself and answers ESTALE: the VFS
+ * then walks the path once more, asking us for every name on it. Requests
+ * after it (a walk from a held descriptor of the gone process comes back to
+ * the same nodes) get procfs's answer. */
+int node_walk_error(struct node *n, int r)
+{
+	struct node *dir;
+
+	if (r != -ESRCH && r != -ENOENT)
+		return r;
+	dir = node_process_dir(n);
+	if (!dir || atomic_load(&dir->name_dropped) || !node_gone(dir))
+		return r;
+	return invalidate_process_name(dir) ? r : -ESTALE;
+}
+
 /* What the kernel may cache about a process's entries: only while it is a
  * listed leader that has not exited, since the exit event drops the cache
  * (invalidate.c) and nothing announces its reaping. The pidfd check closes
@@ -238,7 +258,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
-	r = lookup_child(p, name, &e);
+	r = node_walk_error(p, lookup_child(p, name, &e));
 	caller_leave();
 	if (r == -ENOENT && cache_class(p, name, NODE_MIRROR) == CACHE_ALL) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
@@ -383,7 +403,7 @@ void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	caller_load(req, &c);
 	if ((r = caller_enter(&c)))
 		return reply_err(req, r);
-	r = faccessat(pf.srcfd, n->path, mask, flags) ? -errno : node_alive(n);
+	r = node_walk_error(n, faccessat(pf.srcfd, n->path, mask, flags) ? -errno : node_alive(n));
 	caller_leave();
 	reply_err(req, r);
 }

@@ -38,7 +38,7 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A link target is opened through its link, as procfs's magic links do. */
 	fd = openat(pf.srcfd, n->path, (fi->flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
 		    (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW));
-	r = node_error(n, fd < 0 ? -errno : 0);
+	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
 	caller_leave();
 	if (r)
 		return reply_err(req, r);

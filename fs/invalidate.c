@@ -1,7 +1,10 @@
 /* Keeps the kernel's caches honest when processes change: the name of a
  * leader that exited is dropped (it is cached only while its leader lives),
  * and a process whose uid or gid changed has its directory's attributes
- * dropped. Called from the event listener thread, never from a request. */
+ * dropped. Called from the event listener thread, and from a request that
+ * found a process gone before its exit event (entry.c). */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +20,16 @@ static struct node *known_pid_node(pid_t pid, char *name, size_t len)
 	return node_find_get(node_root(), name, NULL);
 }
 
+int invalidate_process_name(struct node *n)
+{
+	if (atomic_exchange(&n->name_dropped, true))
+		return -EALREADY;
+	/* From a request too: it holds no lock on the root, and any lookup
+	 * there that this waits for is answered by another worker. */
+	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, n->name, strlen(n->name));
+	return 0;
+}
+
 static void on_leader_exited(pid_t tgid)
 {
 	char name[16];
@@ -24,7 +37,7 @@ static void on_leader_exited(pid_t tgid)
 
 	if (!n)
 		return;
-	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
+	invalidate_process_name(n);
 	node_forget(n, 1);
 }
 

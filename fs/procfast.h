@@ -45,6 +45,11 @@ static inline int node_gone(const struct node *n)
 	return r == -ESRCH || r == -ENOENT;
 }
 
+/* The errno for an operation a path walk makes (lookup in n, open, readlink,
+ * access) that returned r on n: ESTALE when the kernel may have walked a name
+ * of a gone process, which is dropped then, so that it walks again. */
+int node_walk_error(struct node *n, int r);
+
 /* The errno for an operation on n that returned r: if n's process is gone,
  * that explains it best (procfs answers ESRCH/ENOENT), else r. */
 static inline int node_error(const struct node *n, int r)
@@ -96,6 +101,9 @@ size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off);
 struct proc_event_hooks;
 /* Event hooks that drop stale kernel cache entries (invalidate.c). */
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
+/* Drops the kernel's name of the process dir n unless that was done before:
+ * 0 when this call dropped it. */
+int invalidate_process_name(struct node *n);
 
 /* The source fd behind an open directory handle. */
 int dir_handle_fd(const struct fuse_file_info *fi);

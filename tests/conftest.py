@@ -224,3 +224,16 @@ def victim():
     v = start_victim("--threads", 4)
     yield v
     v.stop()
+
+
+def start_with_pid(pid, argv):
+    """Starts argv as process `pid` (kernel.ns_last_pid), or returns None if another
+    process took that pid first."""
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid - 1))
+    p = subprocess.Popen(argv)
+    if p.pid == pid:
+        return p
+    p.kill()
+    p.wait()
+    return None

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import Stepper
+from conftest import Stepper, start_with_pid
 
 
 @pytest.fixture(scope="module")
@@ -550,19 +550,6 @@ def test_pid_reuse_through_old_handle(mnt):
     finally:
         for fd in fds.values():
             os.close(fd)
-
-
-def start_with_pid(pid, argv):
-    """Starts argv as process `pid` (kernel.ns_last_pid), or returns None if another
-    process took that pid first."""
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(pid - 1))
-    p = subprocess.Popen(argv)
-    if p.pid == pid:
-        return p
-    p.kill()
-    p.wait()
-    return None
 
 
 def test_pid_reused_by_new_process(mnt):

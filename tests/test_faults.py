@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import Mount
+from conftest import Mount, start_with_pid
 from soak import daemon_fds, daemon_rss_kib, held_fds, sanitized, steady_fds
 
 O_PATH_LINK = os.O_PATH | os.O_NOFOLLOW
@@ -519,6 +519,90 @@ def test_pid_max_reached(pid_ns):
     assert not same_heads(ns, again)
     with open(os.path.join(ns.mount.path, str(again[0]), "cmdline"), "rb") as f:
         assert f.read() == b"sleep\x002002\x00"
+
+
+# ------------------------------------------------- exit events handled late: pid reuse
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+
+
+class ThreadsStopped:
+    """Stops some threads of a process with ptrace (the others run on): here the
+    daemon's event threads, so that the kernel keeps a gone process's names cached
+    as long as it likes, as it does for a moment whenever an exit event is late."""
+
+    def __init__(self, pid, names):
+        task = "/proc/%d/task" % pid
+        self.tids = [int(t) for t in os.listdir(task)
+                     if open(os.path.join(task, t, "comm")).read().strip() in names]
+        assert len(self.tids) == len(names), "threads %s of %d" % (names, pid)
+
+    def __enter__(self):
+        for tid in self.tids:
+            assert libc.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
+            assert libc.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
+            os.waitpid(tid, WALL)
+        return self
+
+    def __exit__(self, *exc):
+        for tid in self.tids:
+            libc.ptrace(PTRACE_DETACH, tid, None, None)
+
+
+@pytest.mark.parametrize("held_first", [True, False], ids=["held first", "path first"])
+def test_pid_reused_before_exit_event(mount_with, held_first):
+    """A process exits and its pid goes to a new process before the daemon has handled
+    the exit event (its event threads stopped), while the kernel still caches the old
+    process's names: a path walk reaches the new process as on /proc, and handles and
+    a directory fd held on the old one answer as /proc's do."""
+    m = mount_with("entry_timeout=60", "attr_timeout=60")
+    bases = ("/proc", m.path)
+    for _ in range(10):
+        old = sleeper()
+        wait_for(lambda: str(old.pid) in os.listdir(m.path), 5, "the index to list it")
+        held = {b: (os.open(os.path.join(b, str(old.pid), "cmdline"), os.O_RDONLY),
+                    os.open(os.path.join(b, str(old.pid)), os.O_RDONLY | os.O_DIRECTORY))
+                for b in bases}
+        os.readlink(m.p(old.pid, "exe"))  # its names cached: cmdline, exe, the pid
+        stopped = ThreadsStopped(m.server_pid(), ["pf-events", "pf-notify"])
+        with stopped:
+            reap(old)
+            new = start_with_pid(old.pid, ["sleep", "3599"])
+            if new:
+                try:
+                    seen = seen_after_reuse(bases, held, new, held_first)
+                finally:
+                    reap(new)
+                break
+        for fd, dfd in held.values():
+            os.close(fd)
+            os.close(dfd)
+    assert new, "could not reuse a pid"
+    assert seen["/proc"]["by path"] == b"sleep\x003599\x00", seen
+    assert seen[m.path] == seen["/proc"]
+
+
+def seen_after_reuse(bases, held, new, held_first):
+    # exe names sleep a moment before exec has set the arguments
+    wait_for(lambda: open("/proc/%d/cmdline" % new.pid, "rb").read() == b"sleep\x003599\x00",
+             5, "sleep to exec")
+    seen = {}
+    for b in bases:
+        fd, dfd = held[b]
+        path = os.path.join(b, str(new.pid))
+        probes = {
+            "held file": lambda: os.pread(fd, 4096, 0),
+            "held dir": lambda: os.close(os.open("cmdline", os.O_RDONLY, dir_fd=dfd)) or "opened",
+            "by path": lambda: open(os.path.join(path, "cmdline"), "rb").read(),
+            "exe by path": lambda: os.readlink(os.path.join(path, "exe")),
+            "stat by path": lambda: attrs(os.stat(path)),
+        }
+        order = sorted(probes, key=lambda k: k.startswith("held") != held_first)
+        seen[b] = {k: outcome(probes[k]) for k in order}
+        os.close(fd)
+        os.close(dfd)
+    return seen
 
 
 # ------------------------------------------------------ a daemon short of file descriptors
