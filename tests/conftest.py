@@ -3,6 +3,7 @@
 Every test compares the mount with the real /proc, so the fixtures here only start
 and stop things; they never decide what is "right".
 """
+import ctypes
 import json
 import os
 import signal
@@ -237,3 +238,31 @@ def start_with_pid(pid, argv):
     p.kill()
     p.wait()
     return None
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+
+
+class ThreadsStopped:
+    """Stops some threads of a process with ptrace while the others run on: the
+    daemon's event threads (pf-events, pf-notify), to make a late event as late as
+    a test needs."""
+
+    def __init__(self, pid, names):
+        task = "/proc/%d/task" % pid
+        self.tids = [int(t) for t in os.listdir(task)
+                     if open(os.path.join(task, t, "comm")).read().strip() in names]
+        assert len(self.tids) == len(names), "threads %s of %d" % (names, pid)
+
+    def __enter__(self):
+        for tid in self.tids:
+            assert LIBC.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
+            assert LIBC.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
+            os.waitpid(tid, WALL)
+        return self
+
+    def __exit__(self, *exc):
+        for tid in self.tids:
+            LIBC.ptrace(PTRACE_DETACH, tid, None, None)

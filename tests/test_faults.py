@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import Mount, start_with_pid
+from conftest import Mount, start_with_pid, ThreadsStopped
 from soak import daemon_fds, daemon_rss_kib, held_fds, sanitized, steady_fds
 
 O_PATH_LINK = os.O_PATH | os.O_NOFOLLOW
@@ -522,33 +522,6 @@ def test_pid_max_reached(pid_ns):
 
 
 # ------------------------------------------------- exit events handled late: pid reuse
-
-PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
-WALL = 0x40000000
-
-
-class ThreadsStopped:
-    """Stops some threads of a process with ptrace (the others run on): here the
-    daemon's event threads, so that the kernel keeps a gone process's names cached
-    as long as it likes, as it does for a moment whenever an exit event is late."""
-
-    def __init__(self, pid, names):
-        task = "/proc/%d/task" % pid
-        self.tids = [int(t) for t in os.listdir(task)
-                     if open(os.path.join(task, t, "comm")).read().strip() in names]
-        assert len(self.tids) == len(names), "threads %s of %d" % (names, pid)
-
-    def __enter__(self):
-        for tid in self.tids:
-            assert libc.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
-            assert libc.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
-            os.waitpid(tid, WALL)
-        return self
-
-    def __exit__(self, *exc):
-        for tid in self.tids:
-            libc.ptrace(PTRACE_DETACH, tid, None, None)
-
 
 @pytest.mark.parametrize("held_first", [True, False], ids=["held first", "path first"])
 def test_pid_reused_before_exit_event(mount_with, held_first):

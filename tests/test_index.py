@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import HELPERS, kill_tree, Stepper, stop_helper
+from conftest import HELPERS, kill_tree, Stepper, stop_helper, ThreadsStopped
 
 NUMERIC = re.compile(r"[1-9][0-9]*$")
 
@@ -104,9 +104,9 @@ def threads():
         t.stop()
 
 
-def fork_burst(count, parallel=1):
-    procs = [subprocess.Popen([helper("forker"), str(count)], stdout=subprocess.PIPE, text=True)
-             for _ in range(parallel)]
+def fork_burst(count, parallel=1, vfork=False):
+    argv = [helper("forker"), str(count)] + (["--vfork"] if vfork else [])
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(parallel)]
     for p in procs:
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0 and "forks in" in out
@@ -253,6 +253,40 @@ def test_enobufs_with_stale_queued_fork(mount_with):
     time.sleep(0.5)
     assert s.pid not in pids_of(m.path), \
         "pid %d listed after it exited (its stale FORK event was applied after the rescan)" % s.pid
+    assert_matches(m)
+
+
+def netlink_drops(pid):
+    """Drops counted on the daemon's proc connector socket (/proc/net/netlink)."""
+    fds = "/proc/%d/fd" % pid
+    inodes = {os.readlink(os.path.join(fds, fd))[8:-1] for fd in os.listdir(fds)
+              if os.readlink(os.path.join(fds, fd)).startswith("socket:[")}
+    with open("/proc/%d/net/netlink" % pid) as f:
+        rows = [line.split() for line in f][1:]
+    return sum(int(r[8]) for r in rows if r[9] in inodes and r[1] == "11")  # NETLINK_CONNECTOR
+
+
+def test_enobufs_with_stale_fork_deep_in_queue(mount_with):
+    """The default socket holds some ten thousand events when it overflows, more than
+    any fixed number of reads drains. A process whose FORK event is deep in that queue
+    and whose EXIT event was lost must not be listed after the rescan: no event from
+    before the rescan is applied after it."""
+    m = mount_with()
+    server = m.server_pid()
+    with ThreadsStopped(server, ["pf-events"]):
+        fork_burst(2500, vfork=True)  # 5000 events ahead of s's FORK
+        s = subprocess.Popen(["sleep", "600"])
+        for _ in range(100):
+            if netlink_drops(server):
+                break
+            fork_burst(500, vfork=True)
+        assert netlink_drops(server), "the socket never overflowed"
+        s.kill()  # its EXIT event is lost: the socket is full
+        s.wait()
+    wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
+    time.sleep(0.5)
+    assert s.pid not in pids_of(m.path), \
+        "pid %d listed after it exited (its FORK event from before the loss was applied)" % s.pid
     assert_matches(m)
 
 
