@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -59,14 +60,56 @@ static int send_listen(const void *op, size_t oplen, uint32_t ack)
 	return send(sock, nh, nh->nlmsg_len, 0) < 0 ? -errno : 0;
 }
 
-/* Drops what the socket holds (a bounded number of reads: a fork storm
- * would refill it forever). */
-static void discard_queued(void)
-{
-	char buf[65536];
+/* Events stamped before the last scan of the source began are in that scan
+ * already. Applied after it, they would undo it: after a loss (ENOBUFS), the
+ * FORK of a process whose EXIT was lost would list it long after it was
+ * reaped. Reading the queue away first cannot tell which events those are:
+ * an overflowed socket holds some ten thousand, and a fork storm refills it
+ * as fast as it is read. */
+static uint64_t scan_began_ns;
+/* Set by a loss, until the queue has been read empty: only then does the
+ * kernel report the next loss (netlink stays "congested" until then), so only
+ * then can a scan be trusted to be followed by every event or by ENOBUFS. */
+static int rescan_pending;
+static uint64_t timens_offset_ns; /* our CLOCK_MONOTONIC minus the kernel's stamps' */
 
-	for (int i = 0; i < 4096 && (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) > 0 || errno == ENOBUFS); i++)
-		;
+static uint64_t stamp_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec - timens_offset_ns;
+}
+
+/* A time namespace shifts the daemon's CLOCK_MONOTONIC, not the stamps. */
+static void read_timens_offset(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "re");
+	char line[128];
+	long long sec, nsec;
+
+	if (!f)
+		return; /* no time namespaces in this kernel: no offset */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "monotonic %lld %lld", &sec, &nsec) == 2)
+			timens_offset_ns = (uint64_t)(sec * 1000000000LL + nsec);
+	fclose(f);
+}
+
+static void rescan(void)
+{
+	scan_began_ns = stamp_clock_ns();
+	tgid_index_resync();
+}
+
+/* After ENOBUFS the socket still holds events from before the loss: skipped
+ * from now on, as the rescan reflects them. */
+static void note_loss(void)
+{
+	if (!rescan_pending)
+		log_info("process events lost (ENOBUFS): rescanning the source");
+	scan_began_ns = stamp_clock_ns();
+	rescan_pending = 1;
 }
 
 /* The kernel answers a listen request with a PROC_EVENT_NONE carrying our
@@ -85,10 +128,7 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 		struct proc_msg m;
 
 		if (n < 0 && errno == ENOBUFS) {
-			/* Subscribed, and events lost already: the scan that
-			 * follows the subscription must not be undone by what
-			 * is queued from before the loss (see resync_after_loss). */
-			discard_queued();
+			note_loss(); /* subscribed, and events lost already */
 			continue;
 		}
 		if (n < 0)
@@ -168,9 +208,11 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 			 "for %u ms", cfg->disabled ? "disabled" : strerror(-r), cfg->fallback_ms);
 		return "scan";
 	}
-	/* Events from now on are queued; the scan may see some of them too,
-	 * which is harmless: marking twice and exiting twice are idempotent. */
-	tgid_index_resync();
+	/* Events from now on are queued; those sent after the scan began may
+	 * be in it too, which is harmless: marking twice and exiting twice are
+	 * idempotent. */
+	read_timens_offset();
+	rescan();
 	return r == 0 ? "events" : "events (unfiltered)";
 }
 
@@ -285,16 +327,6 @@ static void on_event(const struct proc_msg *m)
 	}
 }
 
-/* After ENOBUFS the socket still holds events older than the loss; applied
- * after a rescan they would re-mark pids whose EXIT was lost. So the queue
- * is discarded first: the rescan reflects everything it held. */
-static void resync_after_loss(void)
-{
-	log_info("process events lost (ENOBUFS): rescanning the source");
-	discard_queued();
-	tgid_index_resync();
-}
-
 /* Reads and applies everything queued; returns -1 when the socket broke. */
 static int drain(void)
 {
@@ -305,13 +337,19 @@ static int drain(void)
 		struct proc_msg m;
 
 		if (n < 0 && errno == ENOBUFS) {
-			resync_after_loss();
+			note_loss();
 			continue;
+		}
+		if (n < 0 && errno == EAGAIN && rescan_pending) {
+			rescan_pending = 0;
+			rescan();
+			return 0;
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
 		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
-			on_event(&m);
+			if (m.stamp_ns >= scan_began_ns)
+				on_event(&m);
 	}
 }
 

@@ -15,6 +15,7 @@ static void msg_from_event(const struct cn_msg *cn, const struct proc_event *ev,
 	m->what = ev->what;
 	m->ack = cn->ack;
 	m->err = 0;
+	m->stamp_ns = ev->timestamp_ns;
 	switch (ev->what) {
 	case PROC_EVENT_NONE:
 		m->err = ev->event_data.ack.err;

@@ -16,6 +16,7 @@ struct proc_msg {
 	uint32_t ack;    /* cn_msg ack: a request's ack + 1 in its answer */
 	uint32_t err;    /* NONE: the request's error code */
 	pid_t pid, tgid; /* FORK: the child; every other event: the process */
+	uint64_t stamp_ns; /* when it was sent: CLOCK_MONOTONIC of the initial time namespace */
 };
 
 /* Decodes the next proc connector message of buf (len bytes as received,

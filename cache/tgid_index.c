@@ -107,13 +107,11 @@ int tgid_index_resync(void)
 	for (p = hbitmap_next(&leaders, 0); p >= 0; p = hbitmap_next(&leaders, (uint32_t)p + 1))
 		if (!(seen[p / 64] >> (p % 64) & 1))
 			unmark((pid_t)p);
-	/* A leader that already exited (a zombie) gets no more events: the scan
-	 * marks it exited so that its reaping is noticed. So it does with one
-	 * seen exiting: marked exited it is checked against the source when
-	 * listed, and swept once reaped. (Without this, after rescans during a
-	 * fork storm, children seen mid-exit stayed listed once reaped: see
-	 * test_enobufs_during_storm_keeps_long_lived. Which of their events
-	 * went missing is not known.) */
+	/* A leader that already exited (a zombie) gets no more events, and
+	 * one seen exiting may have sent its EXIT event before the scan began, so
+	 * that event is skipped (proc_events.c): the scan marks both exited,
+	 * so that they are checked against the source when listed and swept
+	 * once reaped (test_enobufs_during_storm_keeps_long_lived). */
 	for (uint32_t w = 0; w < HBITMAP_L0; w++)
 		for (uint64_t bits = seen[w]; bits; bits &= bits - 1) {
 			pid_t pid = (pid_t)(w * 64 + (uint32_t)__builtin_ctzll(bits));
