@@ -294,8 +294,11 @@ int main(int argc, char *argv[])
 	if (!o.no_restart)
 		role = supervisor_run(se, argv, resume_fd >= 0, &ret);
 	if (role != SUPERVISOR_DONE) {
+		if (privileges_seal()) /* a server leaves the mount to its supervisor */
+			goto out_session_or_unmount;
 		ret = run_server(se, &cmd, &o, role);
-		if (!o.no_restart) /* a server leaves the mount to its supervisor */
+out_session_or_unmount:
+		if (!o.no_restart)
 			goto out_session;
 	}
 out_unmount:

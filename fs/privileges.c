@@ -31,8 +31,8 @@ static cap_t kept_of(cap_t now)
 	return want;
 }
 
-/* Empties the bounding set (needs CAP_SETPCAP, still held here): no later
- * execve could regain what was dropped. */
+/* Empties the bounding set (needs CAP_SETPCAP, kept): no later execve could
+ * regain what was dropped. */
 static int clear_bounding(void)
 {
 	for (cap_value_t c = 0; CAP_IS_SUPPORTED(c); c++)
@@ -57,8 +57,6 @@ static int drop(cap_t now)
 	cap_t want;
 	int r;
 
-	if ((r = clear_bounding()))
-		return r;
 	if (cap_reset_ambient())
 		return -errno;
 	if (!(want = kept_of(now)))
@@ -87,5 +85,19 @@ int privileges_drop(void)
 	cap_free(now);
 	if (r)
 		log_err("cannot drop capabilities: %s", strerror(-r));
+	return r;
+}
+
+int privileges_seal(void)
+{
+	cap_t now = cap_get_proc();
+	int r;
+
+	if (!now)
+		return -errno;
+	r = has_any_permitted(now) ? clear_bounding() : 0;
+	cap_free(now);
+	if (r)
+		log_err("cannot empty the bounding set: %s", strerror(-r));
 	return r;
 }

@@ -41,10 +41,18 @@
 /* END KEPT CAPABILITIES */
 
 /* Reduces the permitted and effective sets to PROCFAST_KEPT_CAPS (what the
- * daemon has of them), empties the inheritable, bounding and ambient sets
- * and sets no_new_privs. Must run before the process starts any thread:
- * capabilities are per thread. A daemon without capabilities (a user's own
- * mount) has nothing to drop and is left as it is. 0 or -errno. */
+ * daemon has of them), empties the inheritable and ambient sets and sets
+ * no_new_privs. Must run before the process starts any thread: capabilities
+ * are per thread. A daemon without capabilities (a user's own mount) has
+ * nothing to drop and is left as it is. 0 or -errno.
+ *
+ * The bounding set is left to the supervisor: its upgrade executes the new
+ * binary, which as root gets its bounding set, cut by no_new_privs to the
+ * kept set. Emptied, it would leave the upgraded daemon with nothing. */
 int privileges_drop(void);
+
+/* Empties the bounding set, for a process that never executes anything (a
+ * server). 0 or -errno. */
+int privileges_seal(void);
 
 #endif

@@ -1,8 +1,12 @@
 """Least privilege (issue 6): the daemon keeps exactly the capabilities the man page
-documents (PRIVILEGES), in every thread, with empty bounding, ambient and inheritable
-sets and no_new_privs; and the mirror still answers as /proc for root, for callers
-without capabilities and for callers holding a capability, kept or dropped.
+documents (PRIVILEGES), in every thread, with empty ambient and inheritable sets and
+no_new_privs, and servers with an empty bounding set (the supervisor keeps its own, for
+the upgrade's execve, which no_new_privs caps at the kept set); the same after an
+upgrade; and the mirror still answers as /proc for root, for callers without
+capabilities and for callers holding a capability, kept or dropped.
 """
+import signal
+
 import json
 import os
 import re
@@ -12,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, Mount
 from test_permissions import NOBODY, PROBE, check
 
 # capability numbers, from the kernel's (uapi) header the daemon is built with
@@ -65,13 +69,19 @@ def test_man_page_and_code_list_the_same_set():
 def test_daemon_keeps_the_documented_set(mnt):
     """Every thread of the daemon: permitted = documented set (as far as it started
     with it), effective within it (workers hold a caller's set during a request; the
-    main thread holds all of it), bounding, ambient and inheritable empty, no_new_privs."""
-    started_with = int(status_fields("/proc/self/status")["CapPrm"], 16)
+    main thread holds all of it), ambient and inheritable empty, no_new_privs; the
+    servers' bounding set empty, the supervisor's as it started."""
+    os.listdir(mnt.path)  # answered only once serving, so after the drop
+    assert_documented_set(mnt)
+
+
+def assert_documented_set(m):
+    runner = status_fields("/proc/self/status")
+    started_with = int(runner["CapPrm"], 16)
     want = mask(documented_caps()) & started_with
     assert want, "the test runner has none of the kept capabilities"
-    os.listdir(mnt.path)  # answered only once serving, so after the drop
     # the supervisor (one thread) and the server it runs (fs/supervisor.c)
-    supervisor, server = mnt.proc.pid, mnt.server_pid()
+    supervisor, server = m.proc.pid, m.server_pid()
     assert server != supervisor
     tasks = [(supervisor, t) for t in os.listdir("/proc/%d/task" % supervisor)]
     server_tasks = [(server, t) for t in os.listdir("/proc/%d/task" % server)]
@@ -84,7 +94,8 @@ def test_daemon_keeps_the_documented_set(mnt):
         eff = int(st["CapEff"], 16)
         assert int(st["CapPrm"], 16) == want, (tid, st["CapPrm"], hex(want))
         assert eff & ~want == 0, (tid, st["CapEff"])
-        assert int(st["CapBnd"], 16) == 0, (tid, st["CapBnd"])
+        bounding = runner["CapBnd"] if pid == supervisor else "0" * 16
+        assert st["CapBnd"] == bounding, (pid, tid, st["CapBnd"])
         assert int(st["CapAmb"], 16) == 0, (tid, st["CapAmb"])
         assert int(st["CapInh"], 16) == 0, (tid, st["CapInh"])
         assert st["NoNewPrivs"] == "1", tid
@@ -154,6 +165,28 @@ def test_root_still_reads_other_users_secrets(mnt, sleeper):
         res = check(probe(ops_for(pid), mnt, prefix))
         assert all(v[0] == "ok" for v in res.values()), (prefix, res)
         assert "PROCFAST_SECRET" in res[("read", "%d/environ" % pid, None)][1]
+
+
+def test_upgrade_keeps_the_documented_set(sleeper):
+    """SIGHUP executes the binary again (fs/supervisor.c): the upgraded supervisor and
+    its server hold the same capabilities as before, so root still reads another user's
+    secrets (with an empty bounding set the new binary would have none)."""
+    m = Mount()
+    try:
+        pid = sleeper(uid=NOBODY)
+        old_server = m.server_pid()
+        m.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while "serving again" not in m.output() or m.server_pid() in (old_server, m.proc.pid):
+            assert time.time() < deadline, "no upgraded server:\n" + m.output()
+            time.sleep(0.05)
+        os.listdir(m.path)
+        assert_documented_set(m)
+        res = check(probe(ops_for(pid), m, []))
+        assert all(v[0] == "ok" for v in res.values()), res
+        assert "PROCFAST_SECRET" in res[("read", "%d/environ" % pid, None)][1]
+    finally:
+        m.close()
 
 
 def test_unprivileged_caller_still_refused(mnt, sleeper):
