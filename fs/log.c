@@ -12,6 +12,11 @@ void log_to_syslog(void)
 	use_syslog = 1;
 }
 
+int log_uses_syslog(void)
+{
+	return use_syslog;
+}
+
 void log_set_debug(int on)
 {
 	debug_enabled = on;

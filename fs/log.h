@@ -5,6 +5,7 @@
 #include <syslog.h>
 
 void log_to_syslog(void);
+int log_uses_syslog(void);
 void log_set_debug(int on);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

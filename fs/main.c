@@ -18,6 +18,7 @@
 #include "cache/pidgen.h"
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
+#include "fs/control.h"
 #include "fs/log.h"
 #include "fs/names.h"
 #include "fs/options.h"
@@ -230,17 +231,78 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	return r;
 }
 
+/* Our own mount, for the supervisor to end while it serves others. */
+static struct fuse_session *own_session;
+static const char *own_mountpoint;
+static int own_resumed;
+
+static void unmount_own(void)
+{
+	if (own_resumed) /* libfuse unmounts only what it mounted */
+		umount2(own_mountpoint, MNT_DETACH);
+	else
+		fuse_session_unmount(own_session);
+}
+
+/* -o daemon=: mount, hand the mount over, and leave it to that daemon. */
+static int hand_over(struct fuse_session *se, const struct options *o, const char *mountpoint,
+		     int argc, char **argv)
+{
+	char real[PATH_MAX];
+	int nsfd = -1, r;
+
+	if (!realpath(mountpoint, real)) {
+		fprintf(stderr, "procfast: mount point %s: %s\n", mountpoint, strerror(errno));
+		return -1;
+	}
+	if (o->pidns && (nsfd = open(o->pidns, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns, strerror(errno));
+		return -1;
+	}
+	if (fuse_session_mount(se, mountpoint)) {
+		if (nsfd >= 0)
+			close(nsfd);
+		return -1;
+	}
+	r = control_hand_over(o->daemon, fuse_session_fd(se), nsfd, real, argc, argv);
+	if (nsfd >= 0)
+		close(nsfd);
+	if (r) {
+		fprintf(stderr, "procfast: daemon=%s: %s\n", o->daemon,
+			r == -ENOENT || r == -ECONNREFUSED ? "no procfast daemon listens there"
+			: r == -EIO ? "the daemon could not serve this mount (see its log)"
+				    : strerror(-r));
+		fuse_session_unmount(se);
+		return -1;
+	}
+	return 0;
+}
+
+/* In a server the supervisor executed for a handed-over mount: pidns= is the
+ * file it was handed. */
+static int take_handed_pidns(struct options *o, int nsfd)
+{
+	char path[32];
+
+	if (nsfd < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", nsfd);
+	free(o->pidns);
+	return (o->pidns = strdup(path)) ? 0 : -1;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
-	enum supervisor_role role = SERVE_FIRST;
+	enum supervisor_role role = SERVE_FIRST, serve_only;
 	char resume_path[32] = "";
-	int resume_fd = -1;
+	int resume_fd = -1, control = -1, nsfd = -1;
 	struct options o;
 	int ret = 1;
 
+	serve_only = supervisor_serve_role(&nsfd);
 	if (options_parse(&args, &o) || fuse_parse_cmdline(&args, &cmd))
 		goto out;
 	if (cmd.show_help) {
@@ -269,12 +331,30 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
 		goto out;
 	}
-	if (setup(&o))
-		goto out;
+	if (serve_only != SUPERVISOR_DONE) {
+		/* the supervisor holds the mount; this process only serves it */
+		free(o.daemon);
+		o.daemon = NULL;
+		cmd.foreground = 1;
+		if (take_handed_pidns(&o, nsfd))
+			goto out;
+	}
 	/* A supervised server reads through its own clones of the session fd
 	 * (supervisor.c). */
 	if (!o.no_restart)
 		cmd.clone_fd = 1;
+	if (o.daemon) {
+		se = fuse_session_new(&args, procfast_ops(), sizeof(struct fuse_lowlevel_ops), NULL);
+		ret = se && !hand_over(se, &o, cmd.mountpoint, argc, argv) ? 0 : 1;
+		goto out_session;
+	}
+	if (o.control && resume_fd < 0 && (control = control_listen(o.control)) < 0) {
+		fprintf(stderr, "procfast: control=%s: %s\n", o.control,
+			control == -EADDRINUSE ? "a daemon listens there already" : strerror(-control));
+		goto out;
+	}
+	if (setup(&o))
+		goto out;
 	se = fuse_session_new(&args, procfast_ops(), sizeof(struct fuse_lowlevel_ops), NULL);
 	if (!se)
 		goto out;
@@ -282,6 +362,9 @@ int main(int argc, char *argv[])
 		snprintf(resume_path, sizeof(resume_path), "/dev/fd/%d", resume_fd);
 	if (fuse_session_mount(se, resume_fd >= 0 ? resume_path : cmd.mountpoint))
 		goto out_session;
+	own_session = se;
+	own_mountpoint = cmd.mountpoint;
+	own_resumed = resume_fd >= 0;
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
 		goto out_unmount;
@@ -291,23 +374,26 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	if (!cmd.foreground)
 		log_to_syslog();
-	if (!o.no_restart)
-		role = supervisor_run(se, argv, resume_fd >= 0, &ret);
+	if (serve_only != SUPERVISOR_DONE)
+		role = serve_only;
+	else if (!o.no_restart)
+		role = supervisor_run(se, argv, resume_fd >= 0, control, unmount_own, &ret);
 	if (role != SUPERVISOR_DONE) {
-		if (privileges_seal()) /* a server leaves the mount to its supervisor */
+		/* a server leaves the mount to its supervisor */
+		if (privileges_seal())
 			goto out_session_or_unmount;
 		ret = run_server(se, &cmd, &o, role);
 out_session_or_unmount:
 		if (!o.no_restart)
 			goto out_session;
 	}
+	if (o.control && role == SUPERVISOR_DONE)
+		unlink(o.control);
 out_unmount:
-	if (resume_fd >= 0) /* libfuse unmounts only what it mounted */
-		umount2(cmd.mountpoint, MNT_DETACH);
-	else
-		fuse_session_unmount(se);
+	unmount_own();
 out_session:
-	fuse_session_destroy(se);
+	if (se)
+		fuse_session_destroy(se);
 	proc_events_stop();
 	node_table_destroy();
 	root_dir_destroy();

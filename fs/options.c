@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER };
+enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT };
 
 static const struct fuse_opt option_spec[] = {
 	{ "source=%s", offsetof(struct options, source), 0 },
@@ -21,7 +21,10 @@ static const struct fuse_opt option_spec[] = {
 	{ "hidepid=%s", offsetof(struct options, hidepid), 0 },
 	{ "subset=%s", offsetof(struct options, subset), 0 },
 	{ "gid=%s", offsetof(struct options, gid), 0 },
+	{ "control=%s", offsetof(struct options, control), 0 },
+	{ "daemon=%s", offsetof(struct options, daemon), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
 	/* mount(8) passes these VFS flags on and libfuse 3.14 refuses them;
@@ -52,6 +55,9 @@ static int option_key(void *data, const char *arg, int key, struct fuse_args *ou
 	case KEY_NO_ALLOW_OTHER:
 		o->no_allow_other = 1;
 		return 0;
+	case KEY_AUTO_UNMOUNT:
+		o->auto_unmount = 1;
+		return 1;
 	case FUSE_OPT_KEY_OPT:
 		/* x-* options are for other programs (systemd, mount(8)) */
 		return strncmp(arg, "x-", 2) ? 1 : 0;
@@ -126,6 +132,24 @@ static int procfs_options_valid(struct options *o)
 	return 1;
 }
 
+/* daemon= hands the mount over and exits: nothing of this process may be
+ * needed by the mount afterwards. */
+static int handover_options_valid(const struct options *o)
+{
+	const char *bad = o->control ? "control=" : o->no_restart ? "norestart"
+			  : o->auto_unmount ? "auto_unmount" : NULL;
+
+	if (o->daemon && bad) {
+		fprintf(stderr, "procfast: daemon= and %s exclude each other\n", bad);
+		return 0;
+	}
+	if (o->control && o->no_restart) {
+		fprintf(stderr, "procfast: control= needs the supervisor (not with norestart)\n");
+		return 0;
+	}
+	return 1;
+}
+
 int options_parse(struct fuse_args *args, struct options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -149,6 +173,8 @@ int options_parse(struct fuse_args *args, struct options *o)
 	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
 	    !timeout_valid("attr_timeout", o->attr_timeout))
 		return -1;
+	if (!handover_options_valid(o))
+		return -1;
 	/* Tools run by every user read /proc: as root, serve them all. */
 	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
 	    fuse_opt_add_arg(args, "-oallow_other"))
@@ -169,6 +195,8 @@ void options_free(struct options *o)
 	free(o->hidepid);
 	free(o->subset);
 	free(o->gid);
+	free(o->control);
+	free(o->daemon);
 	free(o->positional[0]);
 	free(o->positional[1]);
 }
@@ -187,6 +215,9 @@ void options_help(void)
 	       "    -o event_rcvbuf=BYTES  event socket buffer (default 8 MiB)\n"
 	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n"
 	       "    -o norestart           no supervisor: the mount ends with the daemon\n"
+	       "    -o control=SOCKET      also serve mounts handed over at SOCKET (daemon=)\n"
+	       "    -o daemon=SOCKET       mount, hand the mount to the daemon listening at\n"
+	       "                           SOCKET (control=) and exit\n"
 	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
 	       "                           of it), as a procfs mounted inside it would\n"
 	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"

@@ -21,6 +21,9 @@ struct options {
 	int hide_level;       /* hidepid as a number: 0, 1, 2 or 4 */
 	char *subset;
 	char *gid;
+	char *control;        /* -o control=SOCKET: serve other mounts handed over there */
+	char *daemon;         /* -o daemon=SOCKET: hand this mount to the daemon there */
+	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;
 };

@@ -19,9 +19,15 @@
  * mounting (supervisor_resume_fd).
  *
  * SIGTERM or SIGINT to the supervisor stop the server and unmount. A server
- * that exits by itself (the mount went away, or it was told to stop) ends the
- * supervisor too. Five deaths within ten seconds are taken as a fault that a
- * restart cannot mend: the supervisor unmounts and exits 1.
+ * that exits by itself (the mount went away, or it was told to stop) ends its
+ * mount. Five deaths within ten seconds are taken as a fault that a restart
+ * cannot mend: the supervisor unmounts that mount, and exits 1 in the end.
+ *
+ * With -o control=SOCKET the supervisor also holds mounts that other procfast
+ * processes made and handed over (control.c), each in a slot of its own
+ * (mount_slot.c) served by its own server process: a server executes our
+ * binary with that mount's command line, so it starts as clean as a first
+ * one. The supervisor lives while any of its mounts does.
  */
 #include "fs/supervisor.h"
 
@@ -35,6 +41,8 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,18 +50,27 @@
 #include <linux/fuse.h>
 
 #include "fs/log.h"
+#include "fs/mount_slot.h"
 
-#define MAX_DEATHS 5
-#define RESUME_ENV "PROCFAST_RESUME_FD"
 #define DEATH_WINDOW_S 10
 
-/* Shared with the servers: set once a server answered the kernel's INIT. */
+/* Shared with the servers of our own mount: set once one answered INIT. */
 static _Atomic int *connection_ready;
+/* A handed-over mount's server: where to say that it answered INIT. */
+static int ready_fd = -1;
 
 void supervisor_connection_ready(void)
 {
 	if (connection_ready)
 		atomic_store(connection_ready, 1);
+	if (ready_fd >= 0) {
+		char one = 1;
+
+		if (write(ready_fd, &one, 1) < 0)
+			log_warn("cannot tell the supervisor: %s", strerror(errno));
+		close(ready_fd);
+		ready_fd = -1;
+	}
 }
 
 /* The kernel sends INIT once per connection. libfuse refuses every request
@@ -78,39 +95,83 @@ void supervisor_replay_init(struct fuse_session *se)
 	fuse_session_process_buf(se, &buf);
 }
 
-int supervisor_resume_fd(void)
+static int env_fd(const char *name)
 {
-	const char *v = getenv(RESUME_ENV);
+	const char *v = getenv(name);
 	int fd = v ? atoi(v) : -1;
 
-	unsetenv(RESUME_ENV);
-	if (fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
-		return fd;
-	return -1;
+	unsetenv(name);
+	return fd >= 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 ? fd : -1;
 }
 
-/* Executes the binary at our own path, keeping the session fd open. Returns
- * only if that failed. */
-static void upgrade(struct fuse_session *se, char **argv)
+int supervisor_resume_fd(void)
 {
-	char exe[PATH_MAX], fd[16], *deleted;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int sfd = fuse_session_fd(se);
+	return env_fd(RESUME_ENV);
+}
 
-	if (n <= 0)
+enum supervisor_role supervisor_serve_role(int *pidns_fd)
+{
+	const char *v = getenv(SERVE_ENV);
+	enum supervisor_role role = !v ? SUPERVISOR_DONE
+				    : strcmp(v, "resumed") ? SERVE_FIRST : SERVE_RESUMED;
+
+	unsetenv(SERVE_ENV);
+	*pidns_fd = env_fd(PIDNS_FD_ENV);
+	ready_fd = env_fd(READY_FD_ENV);
+	if (getenv(LOG_ENV))
+		log_to_syslog();
+	unsetenv(LOG_ENV);
+	return role;
+}
+
+/* What the supervisor holds: our own mount (slots[0]; its fd is the
+ * session's) and the handed-over ones. */
+static struct mount_slot **slots;
+static size_t nslots;
+static int own_active = 1;
+static int control_fd = -1;
+static int signal_fd = -1;
+static int gave_up;
+
+static void drop_slot(size_t i, int err)
+{
+	mount_slot_free(slots[i], err);
+	slots[i] = slots[--nslots];
+}
+
+/* Executes the binary at our own path, keeping the session fds open. Returns
+ * only if that failed. */
+static void upgrade(char **argv)
+{
+	char exe[PATH_MAX], v[16];
+	int saved = mount_slots_save(slots + 1, nslots - 1);
+
+	if (self_exe(exe, sizeof(exe)) || saved < 0) {
+		log_err("cannot upgrade: %s", strerror(saved < 0 ? -saved : errno));
 		return;
-	exe[n] = '\0';
-	/* Replaced by a package upgrade: the new file is at the old path. */
-	if ((deleted = strstr(exe, " (deleted)")) && !deleted[10])
-		*deleted = '\0';
-	snprintf(fd, sizeof(fd), "%d", sfd);
-	if (fcntl(sfd, F_SETFD, 0) || setenv(RESUME_ENV, fd, 1))
-		return;
+	}
+	snprintf(v, sizeof(v), "%d", saved);
+	setenv(JOINED_FD_ENV, v, 1);
+	snprintf(v, sizeof(v), "%d", slots[0]->fd);
+	setenv(RESUME_ENV, v, 1);
+	fcntl(slots[0]->fd, F_SETFD, 0);
+	fcntl(saved, F_SETFD, 0);
+	if (control_fd >= 0) {
+		snprintf(v, sizeof(v), "%d", control_fd);
+		setenv(CONTROL_FD_ENV, v, 1);
+		fcntl(control_fd, F_SETFD, 0);
+	}
 	log_info("upgrading: executing %s", exe);
 	execv(exe, argv);
 	log_err("cannot execute %s: %s", exe, strerror(errno));
 	unsetenv(RESUME_ENV);
-	fcntl(sfd, F_SETFD, FD_CLOEXEC);
+	unsetenv(JOINED_FD_ENV);
+	unsetenv(CONTROL_FD_ENV);
+	close(saved);
+	for (size_t i = 0; i < nslots; i++)
+		fcntl(slots[i]->fd, F_SETFD, FD_CLOEXEC);
+	if (control_fd >= 0)
+		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
 }
 
 static sigset_t handled_signals(void)
@@ -125,30 +186,34 @@ static sigset_t handled_signals(void)
 	return set;
 }
 
-static pid_t start_server(const sigset_t *old)
+/* In a server of our own mount: nothing of the supervisor's is its own. */
+static void become_own_server(const sigset_t *old)
 {
-	pid_t pid = fork();
+	sigprocmask(SIG_SETMASK, old, NULL);
+	close(signal_fd);
+	if (control_fd >= 0)
+		close(control_fd);
+	while (nslots > 1) {
+		struct mount_slot *s = slots[--nslots];
 
-	if (pid == 0)
-		sigprocmask(SIG_SETMASK, old, NULL);
-	else if (pid < 0)
-		log_err("cannot start a server: %s", strerror(errno));
-	return pid;
+		if (s->join.conn >= 0) /* its sender is the supervisor's to answer */
+			close(s->join.conn);
+		s->join.conn = -1;
+		mount_slot_free(s, 0);
+	}
 }
 
 /* Too many deaths in a short time: restarting would not help. */
-static int too_many_deaths(void)
+static int too_many_deaths(struct mount_slot *s)
 {
-	static time_t deaths[MAX_DEATHS];
-	static int next;
 	time_t now = time(NULL);
 	int recent = 0;
 
-	deaths[next] = now;
-	next = (next + 1) % MAX_DEATHS;
-	for (int i = 0; i < MAX_DEATHS; i++)
-		recent += deaths[i] && now - deaths[i] < DEATH_WINDOW_S;
-	return recent >= MAX_DEATHS;
+	s->deaths[s->next_death] = now;
+	s->next_death = (s->next_death + 1) % SLOT_MAX_DEATHS;
+	for (int i = 0; i < SLOT_MAX_DEATHS; i++)
+		recent += s->deaths[i] && now - s->deaths[i] < DEATH_WINDOW_S;
+	return recent >= SLOT_MAX_DEATHS;
 }
 
 static void describe_death(pid_t pid, int wstatus)
@@ -168,79 +233,223 @@ static int connection_gone(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
-/* Waits for the server or a signal; 1 when the server ended the mount,
- * -1 when it died and must be replaced, 0 to upgrade. */
-static int watch(struct fuse_session *se, pid_t server, const sigset_t *set, int *status)
+/* A mount is over: its own process unmounts ours; a handed-over one is
+ * unmounted here where its path is ours too, else only left (its connection
+ * ends with our last fd of it). */
+static void end_slot(size_t i, void (*unmount_own)(void), int err)
 {
-	siginfo_t si;
-	int wstatus;
+	if (i == 0) {
+		own_active = 0;
+		unmount_own();
+		return;
+	}
+	umount2(slots[i]->join.mountpoint, MNT_DETACH);
+	drop_slot(i, err);
+}
 
-	for (;;) {
-		if (sigwaitinfo(set, &si) < 0)
-			continue;
-		if (si.si_signo != SIGCHLD) {
-			kill(server, SIGTERM);
-			if (si.si_signo == SIGHUP) {
-				waitpid(server, NULL, 0);
-				return 0;
-			}
-			continue;
-		}
-		if (waitpid(server, &wstatus, WNOHANG) != server)
-			continue;
-		if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) ||
-		    connection_gone(fuse_session_fd(se))) {
-			*status = 0;
-			return 1;
-		}
-		describe_death(server, wstatus);
-		if (too_many_deaths()) {
-			log_err("servers keep dying: giving up the mount");
-			*status = 1;
-			return 1;
-		}
-		return -1;
+static size_t slot_of(pid_t pid)
+{
+	for (size_t i = 0; i < nslots; i++)
+		if (slots[i]->server == pid)
+			return i;
+	return nslots;
+}
+
+static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
+{
+	size_t i = slot_of(pid);
+	struct mount_slot *s;
+
+	if (i == nslots)
+		return;
+	s = slots[i];
+	s->server = 0;
+	if (i == 0)
+		s->ready = atomic_load(connection_ready);
+	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || connection_gone(s->fd))
+		return end_slot(i, unmount_own, -EIO);
+	describe_death(pid, wstatus);
+	if (too_many_deaths(s) || (i > 0 && !s->ready)) {
+		/* a handed-over mount whose first server fails is refused */
+		log_err("servers of %s keep dying: giving the mount up",
+			i ? s->join.mountpoint : "the own mount");
+		gave_up = 1;
+		end_slot(i, unmount_own, -EIO);
 	}
 }
 
-enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
-				    int *status)
+static void stop_servers(void)
 {
-	sigset_t set = handled_signals(), old;
-	pid_t server;
-	int r;
+	for (size_t i = 0; i < nslots; i++)
+		if (slots[i]->server > 0)
+			kill(slots[i]->server, SIGTERM);
+	for (size_t i = 0; i < nslots; i++)
+		if (slots[i]->server > 0) {
+			waitpid(slots[i]->server, NULL, 0);
+			slots[i]->server = 0;
+		}
+	if (nslots)
+		slots[0]->ready = atomic_load(connection_ready);
+}
 
+static void take_join(void)
+{
+	struct join_request r;
+	struct mount_slot *s, **more;
+
+	if (control_accept(control_fd, &r))
+		return;
+	s = mount_slot_from_join(&r);
+	more = s ? realloc(slots, (nslots + 1) * sizeof(*more)) : NULL;
+	if (!more) {
+		log_err("cannot take a mount over: out of memory");
+		if (s)
+			mount_slot_free(s, -ENOMEM);
+		else
+			join_request_free(&r);
+		return;
+	}
+	slots = more;
+	slots[nslots++] = s;
+	log_info("serving %s, handed over", s->join.mountpoint);
+}
+
+/* A handed-over mount's first server answered INIT: its sender may go. */
+static void slot_ready(struct mount_slot *s)
+{
+	char one;
+
+	if (read(s->ready_rd, &one, 1) == 1)
+		s->ready = 1;
+	close(s->ready_rd);
+	s->ready_rd = -1;
+	control_answer(s->join.conn, s->ready ? 0 : -EIO);
+	s->join.conn = -1;
+}
+
+enum step { STEP_ON, STEP_DONE, STEP_UPGRADE };
+
+static enum step on_signal(void (*unmount_own)(void))
+{
+	struct signalfd_siginfo si;
+	int wstatus;
+	pid_t pid;
+
+	if (read(signal_fd, &si, sizeof(si)) != sizeof(si))
+		return STEP_ON;
+	switch (si.ssi_signo) {
+	case SIGCHLD:
+		while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0)
+			server_ended(pid, wstatus, unmount_own);
+		return STEP_ON;
+	case SIGHUP:
+		stop_servers();
+		return STEP_UPGRADE;
+	default: /* SIGTERM, SIGINT */
+		stop_servers();
+		while (nslots > 1)
+			end_slot(nslots - 1, unmount_own, -ECONNABORTED);
+		return STEP_DONE;
+	}
+}
+
+/* Waits for a signal, a hand-over or a first server's INIT. */
+static enum step wait_step(void (*unmount_own)(void))
+{
+	struct pollfd p[2 + 64];
+	size_t n = 0, first_ready;
+
+	p[n++] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
+	p[n++] = (struct pollfd){ .fd = control_fd, .events = POLLIN };
+	first_ready = n;
+	for (size_t i = 1; i < nslots && n < sizeof(p) / sizeof(p[0]); i++)
+		p[n++] = (struct pollfd){ .fd = slots[i]->ready_rd, .events = POLLIN };
+	if (poll(p, n, -1) < 0)
+		return STEP_ON;
+	for (size_t k = first_ready, i = 1; k < n; k++, i++)
+		if (p[k].revents && slots[i]->ready_rd >= 0)
+			slot_ready(slots[i]);
+	if (p[1].revents & POLLIN)
+		take_join();
+	return p[0].revents & POLLIN ? on_signal(unmount_own) : STEP_ON;
+}
+
+/* Starts a server for every mount without one. Returns the role in a new
+ * server of our own mount, SUPERVISOR_DONE in the supervisor. */
+static enum supervisor_role start_servers(const sigset_t *old)
+{
+	for (size_t i = 0; i < nslots; i++) {
+		struct mount_slot *s = slots[i];
+
+		if (s->server || (i == 0 && !own_active))
+			continue;
+		s->server = i ? mount_slot_exec_server(s, old) : fork();
+		if (s->server == 0) {
+			become_own_server(old);
+			return atomic_load(connection_ready) ? SERVE_RESUMED : SERVE_FIRST;
+		}
+		if (s->server < 0) {
+			log_err("cannot start a server: %s", strerror(errno));
+			s->server = 0;
+		}
+	}
+	return SUPERVISOR_DONE;
+}
+
+static int supervisor_init(int fd, int resumed, int control, const sigset_t *set)
+{
 	connection_ready = mmap(NULL, sizeof(*connection_ready), PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (connection_ready == MAP_FAILED) {
-		/* Serving here instead would leave the mount to a process that
-		 * believes a supervisor unmounts it: give the mount up. */
-		log_err("cannot start the supervisor: %s", strerror(errno));
 		connection_ready = NULL;
-		*status = 1;
-		return SUPERVISOR_DONE;
+		return -errno;
 	}
 	atomic_store(connection_ready, resumed);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	for (;;) {
-		int set_up = atomic_load(connection_ready);
+	signal_fd = signalfd(-1, set, SFD_CLOEXEC);
+	slots = calloc(1, sizeof(*slots));
+	if (signal_fd < 0 || !slots || !(slots[0] = calloc(1, sizeof(**slots))))
+		return -ENOMEM;
+	nslots = 1;
+	slots[0]->fd = fd;
+	slots[0]->ready = resumed;
+	slots[0]->ready_rd = -1;
+	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
+	control_fd = control >= 0 ? control : env_fd(CONTROL_FD_ENV);
+	return mount_slots_restore(&slots, &nslots);
+}
 
-		server = start_server(&old);
-		if (server == 0)
-			return set_up ? SERVE_RESUMED : SERVE_FIRST;
-		if (server < 0) {
-			*status = 1;
+enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
+				    int control, void (*unmount_own)(void), int *status)
+{
+	sigset_t set = handled_signals(), old;
+	enum supervisor_role role;
+	enum step step;
+	int r;
+
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if ((r = supervisor_init(fuse_session_fd(se), resumed, control, &set))) {
+		/* Serving here instead would leave the mount to a process that
+		 * believes a supervisor unmounts it: give the mount up. */
+		log_err("cannot start the supervisor: %s", strerror(-r));
+		*status = 1;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return SUPERVISOR_DONE;
+	}
+	for (;;) {
+		if ((role = start_servers(&old)) != SUPERVISOR_DONE)
+			return role;
+		if (!own_active && nslots == 1)
+			break; /* no mount left */
+		step = wait_step(unmount_own);
+		if (step == STEP_DONE)
 			break;
-		}
-		r = watch(se, server, &set, status);
-		if (r > 0)
-			break;
-		if (r == 0) {
+		if (step == STEP_UPGRADE) {
 			sigprocmask(SIG_SETMASK, &old, NULL);
-			upgrade(se, argv);
+			upgrade(argv);
 			sigprocmask(SIG_BLOCK, &set, &old);
 		}
 	}
+	*status = gave_up;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return SUPERVISOR_DONE;
 }
