@@ -12,7 +12,7 @@ struct join_request {
 	char *buf;        /* holds the strings */
 };
 
-/* The daemon's listening socket at path (mode 0600), taking over a socket
+/* The daemon's listening socket at path (no access for group or others), taking over a socket
  * file no daemon answers on any more. fd or -errno. */
 int control_listen(const char *path);
 

@@ -255,10 +255,8 @@ static int hand_over(struct fuse_session *se, const struct options *o, const cha
 		fprintf(stderr, "procfast: mount point %s: %s\n", mountpoint, strerror(errno));
 		return -1;
 	}
-	if (o->pidns && (nsfd = open(o->pidns, O_RDONLY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns, strerror(errno));
+	if (o->pidns && (nsfd = source_open_pidns(o->pidns)) < 0)
 		return -1;
-	}
 	if (fuse_session_mount(se, mountpoint)) {
 		if (nsfd >= 0)
 			close(nsfd);
@@ -272,7 +270,9 @@ static int hand_over(struct fuse_session *se, const struct options *o, const cha
 			r == -ENOENT || r == -ECONNREFUSED ? "no procfast daemon listens there"
 			: r == -EIO ? "the daemon could not serve this mount (see its log)"
 				    : strerror(-r));
-		fuse_session_unmount(se);
+		/* unless the daemon did (EINVAL: not a mount any more) */
+		if (umount2(real, MNT_DETACH) && errno == EPERM)
+			fuse_session_unmount(se);
 		return -1;
 	}
 	return 0;

@@ -172,7 +172,7 @@ static int instances_of_namespace(int nsfd, const struct source_spec *s, int fds
 	return r;
 }
 
-static int open_pidns(const char *path)
+int source_open_pidns(const char *path)
 {
 	__do_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -189,7 +189,7 @@ static int open_private(const struct source_spec *s, struct source *src)
 {
 	int fds[2] = { -1, -1 }, r;
 
-	if (s->pidns && (src->nsfd = open_pidns(s->pidns)) < 0)
+	if (s->pidns && (src->nsfd = source_open_pidns(s->pidns)) < 0)
 		return -1;
 	r = src->nsfd >= 0 ? instances_of_namespace(src->nsfd, s, fds) : make_instances(s, fds);
 	if (r == -ESRCH)

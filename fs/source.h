@@ -22,4 +22,7 @@ struct source {
 /* 0, or -1 with a one-line message printed. */
 int source_open(const struct source_spec *s, struct source *src);
 
+/* The pidns= file, checked to be one: fd, or -1 with a message printed. */
+int source_open_pidns(const char *path);
+
 #endif

@@ -268,11 +268,15 @@ static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 		s->ready = atomic_load(connection_ready);
 	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || connection_gone(s->fd))
 		return end_slot(i, unmount_own, -EIO);
+	if (i > 0 && !s->ready) { /* its sender is still there to be told */
+		log_err("the server for %s ended before serving it: refusing the mount",
+			s->join.mountpoint);
+		return end_slot(i, unmount_own, -EIO);
+	}
 	describe_death(pid, wstatus);
-	if (too_many_deaths(s) || (i > 0 && !s->ready)) {
-		/* a handed-over mount whose first server fails is refused */
-		log_err("servers of %s keep dying: giving the mount up",
-			i ? s->join.mountpoint : "the own mount");
+	if (too_many_deaths(s)) {
+		log_err("servers keep dying: giving up the mount%s%s", i ? " " : "",
+			i ? s->join.mountpoint : "");
 		gave_up = 1;
 		end_slot(i, unmount_own, -EIO);
 	}
