@@ -8,7 +8,9 @@ import subprocess
 import tempfile
 import time
 
-from conftest import BIN, kill_tree
+import pytest
+
+from conftest import BIN, Mount, kill_tree
 from test_views import ATTACH, Container
 
 HOOK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -44,18 +46,34 @@ def test_monitoring_agent_reads_host_view_at_host_proc(mnt, victim):
         os.rmdir(root)
 
 
-def hook(action, state, views):
-    env = dict(os.environ, PROCFAST_BIN=BIN, PROCFAST_ATTACH=ATTACH, PROCFAST_VIEWS=views)
+def hook(action, state, views, control="/nonexistent"):
+    env = dict(os.environ, PROCFAST_BIN=BIN, PROCFAST_ATTACH=ATTACH, PROCFAST_VIEWS=views,
+               PROCFAST_CONTROL=control)
     return subprocess.run([HOOK, action], input=state, capture_output=True, text=True,
                           timeout=60, env=env)
 
 
-def test_oci_hook_gives_a_running_container_its_view():
+@pytest.fixture(params=["own daemon", "handed over"])
+def host_daemon(request):
+    """None: each view gets a daemon of its own; else the host's daemon, listening
+    for views to serve (as procfast.service does)."""
+    if request.param == "own daemon":
+        yield None
+        return
+    sock = tempfile.mktemp(prefix="procfast-test-", suffix=".sock")
+    m = Mount(["control=" + sock])
+    m.socket = sock
+    yield m
+    m.close()
+
+
+def test_oci_hook_gives_a_running_container_its_view(host_daemon):
     views = tempfile.mkdtemp(prefix="procfast-test-views-")
+    control = host_daemon.socket if host_daemon else "/nonexistent"
     c = Container()
     try:
         r = hook("start", '{"ociVersion": "1.0.2", "id": "web", "status": "running", '
-                          '"pid": %d, "bundle": "/x"}' % c.host_pid, views)
+                          '"pid": %d, "bundle": "/x"}' % c.host_pid, views, control)
         assert r.returncode == 0, r.stderr
         view = os.path.join(views, "web")
         inside = c.real(["sh", "-c", "grep ' /proc ' /proc/self/mounts; ps -eo pid,comm"])
@@ -68,10 +86,15 @@ def test_oci_hook_gives_a_running_container_its_view():
         assert sorted(p for p in os.listdir(view) if p.isdigit())[0] == "1"
         daemons = subprocess.run(["pgrep", "-f", "pidns=/proc/%d/ns/pid" % c.host_pid],
                                  capture_output=True, text=True).stdout.split()
-        assert len(daemons) == 2, daemons  # supervisor and server
+        if host_daemon:  # one process: a server of the host's daemon
+            parents = [open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
+                       for p in daemons]
+            assert parents == [str(host_daemon.proc.pid)], daemons
+        else:
+            assert len(daemons) == 2, daemons  # supervisor and server
     finally:
         c.close()
-        r = hook("stop", '{"id": "web"}', views)
+        r = hook("stop", '{"id": "web"}', views, control)
     assert r.returncode == 0, r.stderr
     # with the container gone and the view unmounted, its daemons end
     deadline = time.time() + 10

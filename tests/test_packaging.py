@@ -82,7 +82,12 @@ def test_deb_round_trip(package):
         assert f.read().startswith(".TH PROCFAST 8")
     with open("/usr/lib/systemd/system/procfast.service") as f:
         unit = f.read()
-    assert "\nExecStart=/usr/sbin/procfast -f /run/procfast\n" in unit
+    assert "\nExecStart=/usr/sbin/procfast -f -o control=/run/procfast.control /run/procfast\n" \
+        in unit
+    assert "\nExecReload=/bin/kill -HUP $MAINPID\n" in unit
+    directives = [l.split("=", 1)[0] for l in unit.splitlines()
+                  if l and not l.startswith(("#", "["))]
+    assert len(directives) == len(set(directives)), directives  # each given once
     assert "\nRestart=on-failure\n" in unit
     listed = subprocess.run(["dpkg", "-L", "procfast"], capture_output=True, text=True,
                             check=True).stdout.split()
