@@ -1,10 +1,11 @@
 #!/bin/bash
-# What pidns= views cost the host (issue 5): each view is a supervisor and a
-# server of its own, with its own proc connector socket, so every fork and exit
-# on the host is delivered to each view. Measures the host's fork rate and the
-# daemons' memory with no procfast, with the host mount alone, and with the host
-# mount plus N views (all of one pid namespace). Writes the section "views" of
-# bench/RESULTS.md.
+# What pidns= views cost the host (issue 5): each view has a server of its own,
+# with its own proc connector socket, so every fork and exit on the host is
+# delivered to each view. Measures the host's fork rate and the daemons' memory
+# with no procfast, with the host mount alone, and with the host mount plus N
+# views (all of one pid namespace), each view either a daemon of its own or
+# handed over to the host mount's daemon (-o daemon=). Writes the section
+# "views" of bench/RESULTS.md.
 #
 #   sudo bench/views.sh [ROUNDS [FORKS]]   # default 5 rounds of 3000 forks per arm
 #
@@ -20,11 +21,11 @@ PROCFAST=${PROCFAST:-$ROOT/build/procfast}
 FORKER=${FORKER:-$ROOT/build/tests/forker}
 ROUNDS=${1:-5}
 FORKS=${2:-3000}
-ARMS=(0 1 4 16) # views beside the host mount; "none" is measured too
+ARMS=(0 4/own 16/own 4/handed 16/handed) # views beside the host mount; "none" too
 RESULTS=$ROOT/bench/RESULTS.md
 WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
 cleanup() {
-	for m in "$WORK"/mnt*; do
+	for m in "$WORK"/mnt?* "$WORK"/mnt; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" || umount -l "$m"; }
 	done
 	[[ -n ${SLEEPER:-} ]] && kill -9 $(pgrep -P "$SLEEPER") "$SLEEPER" 2>/dev/null
@@ -39,19 +40,34 @@ sleep 0.5
 NS=/proc/$(pgrep -P "$SLEEPER" | head -1)/ns/pid
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# Mounts the host mount and $1 views; unmounts everything first.
+# Mounts the host mount and N views (arm N/own or N/handed); unmounts all first.
 mount_arm() {
-	for m in "$WORK"/mnt*; do
+	local n=${1%%/*} how=${1#*/}
+	for m in "$WORK"/mnt?* "$WORK"/mnt; do
 		mountpoint -q "$m" 2>/dev/null && umount "$m"
+	done
+	local t
+	for ((t = 0; t < 100; t++)); do # the daemons of the last arm gone
+		pgrep -f "^$PROCFAST " >/dev/null || break
+		sleep 0.05
 	done
 	[[ $1 == none ]] && return
 	mkdir -p "$WORK/mnt"
-	"$PROCFAST" "$WORK/mnt"
-	for ((i = 0; i < $1; i++)); do
+	if [[ $how == handed ]]; then
+		"$PROCFAST" -o "control=$WORK/control" "$WORK/mnt"
+	else
+		"$PROCFAST" "$WORK/mnt"
+	fi
+	for ((i = 0; i < n; i++)); do
 		mkdir -p "$WORK/mnt$i"
-		"$PROCFAST" -o "pidns=$NS" "$WORK/mnt$i"
+		if [[ $how == handed ]]; then
+			"$PROCFAST" -o "daemon=$WORK/control,pidns=$NS" "$WORK/mnt$i"
+		else
+			"$PROCFAST" -o "pidns=$NS" "$WORK/mnt$i"
+		fi
 		ls "$WORK/mnt$i" >/dev/null
 	done
+	# the host mount last: its daemon then ends with it (views handed over go first)
 }
 
 pss_kib() {
@@ -62,27 +78,31 @@ pss_kib() {
 	echo "$total"
 }
 
-declare -A rates pss
+declare -A rates pss procs
 for ((r = 0; r < ROUNDS; r++)); do
 	for arm in none "${ARMS[@]}"; do
 		mount_arm "$arm"
-		sleep 0.3
+		sleep 1 # start-up scans done
 		rate=$("$FORKER" "$FORKS" --vfork | awk '{ print $(NF) }' | tr -d '/s')
 		rates[$arm]+="$rate "
-		[[ $r == 0 ]] && pss[$arm]=$(pss_kib)
+		if [[ $r == 0 ]]; then
+			pss[$arm]=$(pss_kib)
+			procs[$arm]=$(pgrep -cf "^$PROCFAST " || true)
+		fi
 	done
 done
 mount_arm none
 
+label() { [[ $1 == 0 ]] && echo "host alone" || echo "host + ${1%%/*} views, ${1#*/}"; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 base=$(echo "${rates[none]}" | median)
-table="| procfast mounts | forks/s (median of $ROUNDS) | fork rate vs none | Pss of all procfast processes |
-|---|---|---|---|
-| none | $base | 1.00 | 0 |"
+table="| procfast mounts | processes | forks/s (median of $ROUNDS) | fork rate vs none | Pss of all procfast processes |
+|---|---|---|---|---|
+| none | 0 | $base | 1.00 | 0 |"
 for arm in "${ARMS[@]}"; do
 	m=$(echo "${rates[$arm]}" | median)
 	table+="
-| host + $arm views | $m | $(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') | $((${pss[$arm]} / 1024)) MiB (${pss[$arm]} KiB) |"
+| $(label "$arm") | ${procs[$arm]} | $m | $(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') | $((${pss[$arm]} / 1024)) MiB (${pss[$arm]} KiB) |"
 done
 
 section="<!-- views:begin -->
@@ -90,10 +110,14 @@ section="<!-- views:begin -->
 
 Command: \`sudo bench/views.sh $ROUNDS $FORKS\` ($(date -u +%F), $(nproc) CPUs, load before: $load_before).
 
-Each mount is a supervisor and a server with its own proc connector socket, so
-every fork and exit on the host is delivered to every view; views do not share
-a daemon. Fork rate: \`forker $FORKS --vfork\` on the host, arms interleaved
-round by round.
+\"own\": each view is a daemon of its own (supervisor and server). \"handed\": each
+view is handed over to the host mount's daemon (\`-o daemon=\`) and served by one more
+child of its supervisor. Either way each view's server has its own proc connector
+socket, so every fork and exit on the host is delivered to every view. Fork rate:
+\`forker $FORKS --vfork\` on the host, arms interleaved round by round. Pss: shared
+pages divided among the processes that map them (\`/proc/PID/smaps_rollup\`)."
+
+section+="
 
 $table
 <!-- views:end -->"
