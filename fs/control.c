@@ -88,8 +88,7 @@ static int peer_is_us(int conn)
 	return !getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
 }
 
-/* Splits the payload: mount point, then the command line. */
-static int parse_payload(char *buf, size_t len, struct join_request *r)
+int control_parse_payload(char *buf, size_t len, struct join_request *r)
 {
 	size_t n = 0;
 
@@ -151,7 +150,7 @@ static int receive(int conn, struct join_request *r)
 	take_fds(&mh, r);
 	if (r->fuse_fd < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EINVAL;
-	return parse_payload(buf, (size_t)n, r);
+	return control_parse_payload(buf, (size_t)n, r);
 }
 
 int control_accept(int lfd, struct join_request *r)

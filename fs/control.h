@@ -2,6 +2,8 @@
 #ifndef PROCFAST_CONTROL_H
 #define PROCFAST_CONTROL_H
 
+#include <stddef.h>
+
 /* A mount handed over, as the daemon received it. */
 struct join_request {
 	int conn;         /* to answer on (control_answer), or -1 */
@@ -24,6 +26,11 @@ int control_accept(int lfd, struct join_request *r);
 void control_answer(int conn, int err);
 
 void join_request_free(struct join_request *r);
+
+/* The payload as received (len bytes of buf): the mount point, then the
+ * command line, each NUL-terminated. Points r->mountpoint and r->argv (which
+ * it allocates) into buf. 0, or -EINVAL for anything else. */
+int control_parse_payload(char *buf, size_t len, struct join_request *r);
 
 /* The sending side: hands the mount at mountpoint over to the daemon at
  * path and waits for its answer. 0 once served, else -errno. */

@@ -33,12 +33,19 @@ void mount_slot_free(struct mount_slot *s, int err);
  * session fd (supervisor_serve_role). old: the signal mask servers run with. */
 pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old);
 
-/* Handed-over slots across an upgrade's execve: written to a memfd named in
- * the environment, fds left open; read back by the new supervisor. Returns
- * the memfd, or -errno. */
+/* Handed-over slots across an upgrade's execve (slot_table.c): written to a
+ * memfd, their fds left open; the memfd, or -errno. */
 int mount_slots_save(struct mount_slot **slots, size_t n);
-/* Appends the saved slots (none if there were none) to *slots; -errno. */
+/* In the new supervisor: appends the saved slots (from the memfd named in
+ * the environment, if any) to *slots; -errno. */
 int mount_slots_restore(struct mount_slot ***slots, size_t *n);
+
+/* The table's format, without touching any fd (for the fuzz target too):
+ * one slot written to fd; slots parsed from buf appended to *slots; a parsed
+ * slot freed without closing the fds it names. */
+int slot_table_write(int fd, const struct mount_slot *s);
+int slot_table_parse(char *buf, size_t len, struct mount_slot ***slots, size_t *n);
+void slot_table_forget(struct mount_slot *s);
 
 /* Our binary's path, as an upgrade left it ("(deleted)" taken off). */
 int self_exe(char *buf, size_t len);

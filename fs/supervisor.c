@@ -255,6 +255,19 @@ static size_t slot_of(pid_t pid)
 	return nslots;
 }
 
+/* A handed-over mount's first server answered INIT: its sender may go. */
+static void slot_ready(struct mount_slot *s)
+{
+	char one;
+
+	if (read(s->ready_rd, &one, 1) == 1)
+		s->ready = 1;
+	close(s->ready_rd);
+	s->ready_rd = -1;
+	control_answer(s->join.conn, s->ready ? 0 : -EIO);
+	s->join.conn = -1;
+}
+
 static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 {
 	size_t i = slot_of(pid);
@@ -268,6 +281,9 @@ static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 		s->ready = atomic_load(connection_ready);
 	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || connection_gone(s->fd))
 		return end_slot(i, unmount_own, -EIO);
+	if (i > 0 && s->ready_rd >= 0 && poll(&(struct pollfd){ .fd = s->ready_rd, .events = POLLIN },
+					     1, 0) == 1)
+		slot_ready(s); /* it answered INIT before it died */
 	if (i > 0 && !s->ready) { /* its sender is still there to be told */
 		log_err("the server for %s ended before serving it: refusing the mount",
 			s->join.mountpoint);
@@ -316,19 +332,6 @@ static void take_join(void)
 	slots = more;
 	slots[nslots++] = s;
 	log_info("serving %s, handed over", s->join.mountpoint);
-}
-
-/* A handed-over mount's first server answered INIT: its sender may go. */
-static void slot_ready(struct mount_slot *s)
-{
-	char one;
-
-	if (read(s->ready_rd, &one, 1) == 1)
-		s->ready = 1;
-	close(s->ready_rd);
-	s->ready_rd = -1;
-	control_answer(s->join.conn, s->ready ? 0 : -EIO);
-	s->join.conn = -1;
 }
 
 enum step { STEP_ON, STEP_DONE, STEP_UPGRADE };
