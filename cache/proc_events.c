@@ -233,6 +233,10 @@ static pthread_t notifier;
 
 static void queue_notice(int exited, pid_t pid)
 {
+	/* A fork storm's short-lived processes are never looked up: waking the
+	 * notifier for each would cost more than their whole index upkeep. */
+	if (hooks.named && !hooks.named(pid))
+		return;
 	pthread_mutex_lock(&notice_lock);
 	if (nnotices == notices_cap) {
 		size_t cap = notices_cap ? notices_cap * 2 : 256;
@@ -327,14 +331,36 @@ static void on_event(const struct proc_msg *m)
 	}
 }
 
-/* Reads and applies everything queued; returns -1 when the socket broke. */
+/* Datagrams taken per recvmmsg: one event each, so a fork storm costs one
+ * system call per batch instead of one per event. A connector event is under
+ * 100 bytes; a larger datagram is cut (MSG_TRUNC) and decoded as far as it
+ * goes, as any event shorter than expected is (proc_msg.c). */
+#define RECV_BATCH 64
+#define RECV_SIZE 512
+
+static void apply_datagram(const char *buf, size_t len)
+{
+	struct proc_msg m;
+
+	for (size_t off = 0; proc_msg_next(buf, len, &off, &m);)
+		if (m.stamp_ns >= scan_began_ns)
+			on_event(&m);
+}
+
+/* Reads and applies everything queued; returns -1 when the socket broke.
+ * Called from the listener thread only (the buffers are its own). */
 static int drain(void)
 {
-	char buf[65536] __attribute__((aligned(NLMSG_ALIGNTO)));
+	static char bufs[RECV_BATCH][RECV_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	static struct mmsghdr msgs[RECV_BATCH];
+	static struct iovec iov[RECV_BATCH];
 
+	for (int i = 0; i < RECV_BATCH; i++) {
+		iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_SIZE };
+		msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
 	for (;;) {
-		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
-		struct proc_msg m;
+		int n = recvmmsg(sock, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
 
 		if (n < 0 && errno == ENOBUFS) {
 			note_loss();
@@ -347,9 +373,8 @@ static int drain(void)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
-			if (m.stamp_ns >= scan_began_ns)
-				on_event(&m);
+		for (int i = 0; i < n; i++)
+			apply_datagram(bufs[i], msgs[i].msg_len < RECV_SIZE ? msgs[i].msg_len : RECV_SIZE);
 	}
 }
 

@@ -16,6 +16,9 @@
 
 /* What the FUSE face does with events it cares about (kernel caches). */
 struct proc_event_hooks {
+	/* Whether the kernel may hold anything of this process to drop: the
+	 * two below are called (from a thread of their own) only then. */
+	int (*named)(pid_t pid);
 	void (*leader_exited)(pid_t tgid);
 	void (*creds_changed)(pid_t pid);
 };

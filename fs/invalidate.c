@@ -20,6 +20,19 @@ static struct node *known_pid_node(pid_t pid, char *name, size_t len)
 	return node_find_get(node_root(), name, NULL);
 }
 
+/* A name the kernel looks up after the exit event was applied is not
+ * cached (fs/entry.c, process_cacheable), so only one looked up before can
+ * need dropping, and that one has a node. */
+static int pid_named(pid_t pid)
+{
+	char name[16];
+	struct node *n = known_pid_node(pid, name, sizeof(name));
+
+	if (n)
+		node_forget(n, 1);
+	return n != NULL;
+}
+
 int invalidate_process_name(struct node *n)
 {
 	if (atomic_exchange(&n->name_dropped, true))
@@ -55,6 +68,7 @@ static void on_creds_changed(pid_t pid)
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
 {
 	session = se;
+	hooks->named = pid_named;
 	hooks->leader_exited = on_leader_exited;
 	hooks->creds_changed = on_creds_changed;
 }

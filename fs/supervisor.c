@@ -144,10 +144,12 @@ static void drop_slot(size_t i, int err)
 static void upgrade(char **argv)
 {
 	char exe[PATH_MAX], v[16];
-	int saved = mount_slots_save(slots + 1, nslots - 1);
+	int saved = self_exe(exe, sizeof(exe));
 
-	if (self_exe(exe, sizeof(exe)) || saved < 0) {
-		log_err("cannot upgrade: %s", strerror(saved < 0 ? -saved : errno));
+	if (saved == 0)
+		saved = mount_slots_save(slots + 1, nslots - 1);
+	if (saved < 0) {
+		log_err("cannot upgrade: %s", strerror(-saved));
 		return;
 	}
 	snprintf(v, sizeof(v), "%d", saved);
