@@ -34,7 +34,8 @@ struct listen_filtered {
 		       PROC_EVENT_UID | PROC_EVENT_GID)
 #define ACK_WAIT_MS 300
 #define SWEEP_MS 1000
-#define BATCH_MS 2      /* how long events gather after a batch */
+#define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
+			 * listener costs forking processes more than its events do */
 #define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
 
 static int sock = -1;
