@@ -294,6 +294,19 @@ static void leader_born(pid_t tgid)
 		tgid_index_mark(v);
 }
 
+/* Known already, a group keeps its pid in the view: translated again, it
+ * would be lost if it is gone by now (a batch applied late), and with it the
+ * EXIT that follows. */
+static void leader_execed(pid_t tgid)
+{
+	pid_t v = pid_view_leader_known(tgid);
+
+	if (v)
+		tgid_index_mark(v);
+	else
+		leader_born(tgid);
+}
+
 static void leader_exited(pid_t tgid)
 {
 	pid_t v = pid_view_leader_known(tgid);
@@ -316,7 +329,7 @@ static void on_event(const struct proc_msg *m)
 			leader_born(m->tgid);
 		break;
 	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
-		leader_born(m->tgid);
+		leader_execed(m->tgid);
 		break;
 	case PROC_EVENT_EXIT:
 		if (m->pid == m->tgid)

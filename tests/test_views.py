@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import BIN, HELPERS, Mount, kill_tree
+from conftest import BIN, HELPERS, Mount, ThreadsStopped, kill_tree
 
 ATTACH = os.path.join(os.path.dirname(BIN), "procfast-attach")
 TRIES = 8
@@ -217,6 +217,43 @@ def test_task_listing(container):
         return sorted(r.stdout.split())
     tasks = compare(container, ["ls", "/proc/1/task"], tids)
     assert len(tasks) == 4 and "1" in tasks
+
+
+def view_pid(host_pid):
+    with open("/proc/%d/status" % host_pid) as f:
+        return int(next(l for l in f if l.startswith("NSpid:")).split()[-1])
+
+
+def test_exec_and_exit_applied_late(container):
+    """A process of the namespace is listed (its FORK applied while it lives), then
+    execs and exits while the listener waits: applied after it was reaped, the EXEC
+    must not lose the EXIT that follows, and the process leaves the listing."""
+    p = subprocess.Popen(["nsenter", "-t", str(container.host_pid), "-p", "-m", "--",
+                          "sh", "-c", "read x; exec true"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.time() + 10
+        while not children_of(p.pid):
+            assert time.time() < deadline, "sh never started"
+            time.sleep(0.02)
+        pid = view_pid(children_of(p.pid)[0])
+        deadline = time.time() + 5
+        while str(pid) not in os.listdir(container.mount.path):
+            assert time.time() < deadline, "sh never listed in the view"
+            time.sleep(0.02)
+        with ThreadsStopped(container.mount.server_pid(), ["pf-events"]):
+            p.communicate(b"\n", timeout=10)  # sh execs true, exits, is reaped
+        deadline = time.time() + 5
+        while str(pid) in os.listdir(container.mount.path):
+            assert time.time() < deadline, "pid %d still listed after it was reaped" % pid
+            time.sleep(0.05)
+    finally:
+        if p.poll() is None:  # sh reads EOF and ends
+            p.communicate(timeout=10)
+
+
+def children_of(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(c) for c in f.read().split()]
 
 
 def test_second_view_and_host_mount_together(container, mnt):
