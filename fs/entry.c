@@ -49,10 +49,12 @@ int node_walk_error(struct node *n, int r)
 {
 	struct node *dir;
 
-	if (r != -ESRCH && r != -ENOENT)
+	/* n's own process was just asked about (pidgen memo): a name absent
+	 * from a live process costs nothing more. */
+	if ((r != -ESRCH && r != -ENOENT) || !node_gone(n))
 		return r;
 	dir = node_process_dir(n);
-	if (!dir || atomic_load(&dir->name_dropped) || !node_gone(dir))
+	if (!dir || atomic_load(&dir->name_dropped) || (dir != n && !node_gone(dir)))
 		return r;
 	return invalidate_process_name(dir) ? r : -ESTALE;
 }

@@ -172,6 +172,6 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 		caller_leave();
 	}
 	if (r)
-		return reply_err(req, n->kind == NODE_CALLER_LINK ? r : node_walk_error(n, r));
+		return reply_err(req, node_walk_error(n, r));
 	fuse_reply_readlink(req, buf);
 }
