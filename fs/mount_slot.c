@@ -77,7 +77,7 @@ static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 	_exit(127);
 }
 
-pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
+pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr)
 {
 	int ready[2] = { -1, -1 };
 	pid_t pid;
@@ -87,8 +87,12 @@ pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
 	if (!s->ready && s->ready_rd < 0 && pipe2(ready, O_CLOEXEC))
 		return -1;
 	pid = fork();
-	if (pid == 0)
-		exec_server(s, ready[1], old);
+	if (pid == 0) {
+		if (ready[0] >= 0)
+			close(ready[0]);
+		*ready_wr = ready[1];
+		return 0;
+	}
 	if (ready[1] >= 0)
 		close(ready[1]);
 	if (pid < 0) {
@@ -98,5 +102,15 @@ pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
 	}
 	if (ready[0] >= 0)
 		s->ready_rd = ready[0];
+	return pid;
+}
+
+pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
+{
+	int ready_wr = -1;
+	pid_t pid = mount_slot_fork(s, &ready_wr);
+
+	if (pid == 0)
+		exec_server(s, ready_wr, old);
 	return pid;
 }

@@ -16,7 +16,7 @@ struct mount_slot {
 	int fd;             /* the mount's session fd */
 	pid_t server;       /* its server, 0 while none runs */
 	int ready;          /* a server answered INIT: the next one resumes */
-	int ready_rd;       /* handed over: the first server's INIT signal, or -1 */
+	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
 	time_t deaths[SLOT_MAX_DEATHS];
 	int next_death;
 	struct join_request join; /* handed over: how (fuse_fd is fd), else empty */
@@ -27,6 +27,11 @@ struct mount_slot *mount_slot_from_join(struct join_request *r);
 
 /* Closes what the slot holds, answering a sender still waiting with err. */
 void mount_slot_free(struct mount_slot *s, int err);
+
+/* Forks a server for s. In the child (0 returned) *ready_wr is where the
+ * server says it answered INIT, or -1 when an earlier server set the
+ * connection up; the supervisor keeps the other end (ready_rd). */
+pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr);
 
 /* Starts a server for a handed-over slot: fork, then execute our binary
  * with the slot's command line, told by the environment to serve that

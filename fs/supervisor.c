@@ -38,9 +38,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -49,20 +47,17 @@
 
 #include <linux/fuse.h>
 
+#include "fs/cleanup.h"
 #include "fs/log.h"
 #include "fs/mount_slot.h"
 
 #define DEATH_WINDOW_S 10
 
-/* Shared with the servers of our own mount: set once one answered INIT. */
-static _Atomic int *connection_ready;
-/* A handed-over mount's server: where to say that it answered INIT. */
+/* In a first server: where to say that it answered INIT (mount_slot_fork). */
 static int ready_fd = -1;
 
 void supervisor_connection_ready(void)
 {
-	if (connection_ready)
-		atomic_store(connection_ready, 1);
 	if (ready_fd >= 0) {
 		char one = 1;
 
@@ -270,6 +265,14 @@ static void slot_ready(struct mount_slot *s)
 	s->join.conn = -1;
 }
 
+/* A first server's report, if it came before it died or was stopped. */
+static void check_ready(struct mount_slot *s)
+{
+	if (s->ready_rd >= 0 &&
+	    poll(&(struct pollfd){ .fd = s->ready_rd, .events = POLLIN }, 1, 0) == 1)
+		slot_ready(s);
+}
+
 static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 {
 	size_t i = slot_of(pid);
@@ -279,13 +282,9 @@ static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 		return;
 	s = slots[i];
 	s->server = 0;
-	if (i == 0)
-		s->ready = atomic_load(connection_ready);
+	check_ready(s);
 	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || connection_gone(s->fd))
 		return end_slot(i, unmount_own, -EIO);
-	if (i > 0 && s->ready_rd >= 0 && poll(&(struct pollfd){ .fd = s->ready_rd, .events = POLLIN },
-					     1, 0) == 1)
-		slot_ready(s); /* it answered INIT before it died */
 	if (i > 0 && !s->ready) { /* its sender is still there to be told */
 		log_err("the server for %s ended before serving it: refusing the mount",
 			s->join.mountpoint);
@@ -309,9 +308,8 @@ static void stop_servers(void)
 		if (slots[i]->server > 0) {
 			waitpid(slots[i]->server, NULL, 0);
 			slots[i]->server = 0;
+			check_ready(slots[i]);
 		}
-	if (nslots)
-		slots[0]->ready = atomic_load(connection_ready);
 }
 
 static void take_join(void)
@@ -362,21 +360,25 @@ static enum step on_signal(void (*unmount_own)(void))
 	}
 }
 
-/* Waits for a signal, a hand-over or a first server's INIT. */
+/* Waits for a signal, a hand-over or a first server's INIT: p[2 + i] is
+ * slot i's report. */
 static enum step wait_step(void (*unmount_own)(void))
 {
-	struct pollfd p[2 + 64];
-	size_t n = 0, first_ready;
+	size_t n = 2 + nslots;
+	__do_free struct pollfd *p = calloc(n, sizeof(*p));
 
-	p[n++] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
-	p[n++] = (struct pollfd){ .fd = control_fd, .events = POLLIN };
-	first_ready = n;
-	for (size_t i = 1; i < nslots && n < sizeof(p) / sizeof(p[0]); i++)
-		p[n++] = (struct pollfd){ .fd = slots[i]->ready_rd, .events = POLLIN };
+	if (!p) {
+		sleep(1); /* out of memory: the signals wait in the queue */
+		return STEP_ON;
+	}
+	p[0] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = control_fd, .events = POLLIN };
+	for (size_t i = 0; i < nslots; i++)
+		p[2 + i] = (struct pollfd){ .fd = slots[i]->ready_rd, .events = POLLIN };
 	if (poll(p, n, -1) < 0)
 		return STEP_ON;
-	for (size_t k = first_ready, i = 1; k < n; k++, i++)
-		if (p[k].revents && slots[i]->ready_rd >= 0)
+	for (size_t i = 0; i < nslots; i++)
+		if (p[2 + i].revents && slots[i]->ready_rd >= 0)
 			slot_ready(slots[i]);
 	if (p[1].revents & POLLIN)
 		take_join();
@@ -392,10 +394,10 @@ static enum supervisor_role start_servers(const sigset_t *old)
 
 		if (s->server || (i == 0 && !own_active))
 			continue;
-		s->server = i ? mount_slot_exec_server(s, old) : fork();
+		s->server = i ? mount_slot_exec_server(s, old) : mount_slot_fork(s, &ready_fd);
 		if (s->server == 0) {
 			become_own_server(old);
-			return atomic_load(connection_ready) ? SERVE_RESUMED : SERVE_FIRST;
+			return s->ready ? SERVE_RESUMED : SERVE_FIRST;
 		}
 		if (s->server < 0) {
 			log_err("cannot start a server: %s", strerror(errno));
@@ -407,13 +409,6 @@ static enum supervisor_role start_servers(const sigset_t *old)
 
 static int supervisor_init(int fd, int resumed, int control, const sigset_t *set)
 {
-	connection_ready = mmap(NULL, sizeof(*connection_ready), PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (connection_ready == MAP_FAILED) {
-		connection_ready = NULL;
-		return -errno;
-	}
-	atomic_store(connection_ready, resumed);
 	signal_fd = signalfd(-1, set, SFD_CLOEXEC);
 	slots = calloc(1, sizeof(*slots));
 	if (signal_fd < 0 || !slots || !(slots[0] = calloc(1, sizeof(**slots))))

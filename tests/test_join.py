@@ -183,6 +183,20 @@ def test_sigterm_ends_every_mount(daemon):
     assert not os.path.exists(daemon.socket)
 
 
+def test_many_mounts_handed_over(daemon):
+    """More mounts than any fixed table of the supervisor's would hold (it waited for at
+    most 63 first servers at once): each hand-over is answered as soon as it is served."""
+    handed = []
+    for _ in range(70):
+        start = time.time()
+        h = daemon.hand_over()
+        assert h.result.returncode == 0, h.result
+        assert time.time() - start < 10, "hand-over %d took %.1f s" % (len(handed), time.time() - start)
+        handed.append(h)
+    assert all(str(os.getpid()) in os.listdir(h.path) for h in handed)
+    assert len(children(daemon.proc.pid)) == 71
+
+
 def test_hand_over_errors(daemon, tmp_path):
     """One clear line and exit status 1, and nothing left mounted: no daemon at the
     socket, options that need this process, a pidns= file it cannot open; the socket
