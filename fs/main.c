@@ -348,11 +348,6 @@ int main(int argc, char *argv[])
 		ret = se && !hand_over(se, &o, cmd.mountpoint, argc, argv) ? 0 : 1;
 		goto out_session;
 	}
-	if (o.control && resume_fd < 0 && (control = control_listen(o.control)) < 0) {
-		fprintf(stderr, "procfast: control=%s: %s\n", o.control,
-			control == -EADDRINUSE ? "a daemon listens there already" : strerror(-control));
-		goto out;
-	}
 	if (setup(&o))
 		goto out;
 	se = fuse_session_new(&args, procfast_ops(), sizeof(struct fuse_lowlevel_ops), NULL);
@@ -365,6 +360,12 @@ int main(int argc, char *argv[])
 	own_session = se;
 	own_mountpoint = cmd.mountpoint;
 	own_resumed = resume_fd >= 0;
+	/* Made once mounted, so that every way out from here removes it. */
+	if (o.control && resume_fd < 0 && (control = control_listen(o.control)) < 0) {
+		fprintf(stderr, "procfast: control=%s: %s\n", o.control,
+			control == -EADDRINUSE ? "a daemon listens there already" : strerror(-control));
+		goto out_unmount;
+	}
 	log_set_debug(cmd.debug);
 	if (fuse_daemonize(cmd.foreground))
 		goto out_unmount;
@@ -387,10 +388,11 @@ out_session_or_unmount:
 		if (!o.no_restart)
 			goto out_session;
 	}
-	if (o.control && role == SUPERVISOR_DONE)
-		unlink(o.control);
 out_unmount:
 	unmount_own();
+	/* ours: made above, or handed on by the supervisor an upgrade replaced */
+	if (o.control && (control >= 0 || role == SUPERVISOR_DONE))
+		unlink(o.control);
 out_session:
 	if (se)
 		fuse_session_destroy(se);
