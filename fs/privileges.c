@@ -72,32 +72,35 @@ static int drop(cap_t now)
 	return caller_caps_reload();
 }
 
-int privileges_drop(void)
+/* A daemon without capabilities (a user's own mount) has nothing to give
+ * up; no_new_privs would only stop its unmount, which runs the set-user-ID
+ * fusermount3. */
+static int if_privileged(int (*step)(cap_t now), const char *what)
 {
 	cap_t now = cap_get_proc();
 	int r;
 
 	if (!now)
 		return -errno;
-	/* A user's own mount holds nothing to drop; no_new_privs would only
-	 * stop its unmount, which runs the set-user-ID fusermount3. */
-	r = has_any_permitted(now) ? drop(now) : 0;
+	r = has_any_permitted(now) ? step(now) : 0;
 	cap_free(now);
 	if (r)
-		log_err("cannot drop capabilities: %s", strerror(-r));
+		log_err("cannot %s: %s", what, strerror(-r));
 	return r;
+}
+
+int privileges_drop(void)
+{
+	return if_privileged(drop, "drop capabilities");
+}
+
+static int seal(cap_t now)
+{
+	(void)now;
+	return clear_bounding();
 }
 
 int privileges_seal(void)
 {
-	cap_t now = cap_get_proc();
-	int r;
-
-	if (!now)
-		return -errno;
-	r = has_any_permitted(now) ? clear_bounding() : 0;
-	cap_free(now);
-	if (r)
-		log_err("cannot empty the bounding set: %s", strerror(-r));
-	return r;
+	return if_privileged(seal, "empty the bounding set");
 }
