@@ -10,21 +10,17 @@
 # Each round runs the three arms in turn (forker FORKS --vfork: vfork, _exit,
 # waitpid, as fast as it can); medians over the rounds.
 set -euo pipefail
-. "$(dirname "$0")/results.sh"
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PROCFAST=${PROCFAST:-$ROOT/build/procfast}
+. "$(dirname "$0")/common.sh"
 FORKER=${FORKER:-$ROOT/build/tests/forker}
 ROUNDS=${1:-7}
 FORKS=${2:-20000}
-RESULTS=$ROOT/bench/RESULTS.md
-WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
 cleanup() {
-	mountpoint -q "$WORK/mnt" 2>/dev/null && { umount "$WORK/mnt" || umount -l "$WORK/mnt"; }
+	unmount_all "$WORK/mnt"
 	sleep 0.3
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-[[ -x $PROCFAST && -x $FORKER ]] || (cd "$ROOT" && cmake -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2 >/dev/null)
+ensure_built "$PROCFAST" "$FORKER"
 mkdir -p "$WORK/mnt"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 table=$(/usr/bin/python3 - "$PROCFAST" "$FORKER" "$WORK/mnt" "$ROUNDS" "$FORKS" <<'PY'

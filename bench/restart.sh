@@ -11,29 +11,21 @@
 # kill to that success is one sample. Also: VmRSS of the supervisor and of the
 # server, idle, and of a pidns= view's pair.
 set -euo pipefail
-. "$(dirname "$0")/results.sh"
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PROCFAST=${PROCFAST:-$ROOT/build/procfast}
+. "$(dirname "$0")/common.sh"
 KILLS=${1:-10}
-RESULTS=$ROOT/bench/RESULTS.md
-WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
 cleanup() {
-	for m in "$WORK"/mnt "$WORK"/view; do
-		mountpoint -q "$m" 2>/dev/null && { umount "$m" || umount -l "$m"; }
-	done
-	[[ -n ${SLEEPER:-} ]] && kill -9 $(pgrep -P "$SLEEPER") "$SLEEPER" 2>/dev/null
+	unmount_all "$WORK"/mnt "$WORK"/view
+	pidns_stop
 	sleep 0.5
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-[[ -x $PROCFAST ]] || (cd "$ROOT" && cmake -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2 >/dev/null)
+ensure_built "$PROCFAST"
 mkdir -p "$WORK/mnt" "$WORK/view"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$PROCFAST" "$WORK/mnt"
-unshare --pid --fork --mount-proc sleep 3600 & SLEEPER=$!
-sleep 0.5
-inner=$(pgrep -P "$SLEEPER" | head -1)
-"$PROCFAST" -o "pidns=/proc/$inner/ns/pid" "$WORK/view"
+pidns_start
+"$PROCFAST" -o "pidns=/proc/$PIDNS_INIT/ns/pid" "$WORK/view"
 section=$(/usr/bin/python3 - "$WORK/mnt" "$WORK/view" "$KILLS" "$PROCFAST" "$load_before" <<'PY'
 import os, signal, statistics, subprocess, sys, time
 mnt, view, kills, binary, load_before = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]

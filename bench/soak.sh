@@ -10,20 +10,15 @@
 # Environment: PROCFAST (daemon binary, default build/procfast; built if missing),
 #              READERS (default 16), THREADS (default 5000).
 set -euo pipefail
-. "$(dirname "$0")/results.sh"
+[[ $EUID -eq 0 ]] || { echo "soak.sh: must run as root (mount, setuid readers)" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_RUN=${1:-300}
 READERS=${READERS:-16}
 THREADS=${THREADS:-5000}
-PROCFAST=${PROCFAST:-$ROOT/build/procfast}
 INVOCATION="$( [[ $READERS != 16 ]] && printf 'READERS=%s ' "$READERS"; [[ $THREADS != 5000 ]] && printf 'THREADS=%s ' "$THREADS"
     [[ $PROCFAST != "$ROOT/build/procfast" ]] && printf 'PROCFAST=%s ' "$PROCFAST"; true)bench/soak.sh $SECONDS_RUN"
-RESULTS=$ROOT/bench/RESULTS.md
 
-[[ $EUID -eq 0 ]] || { echo "soak.sh: must run as root (mount, setuid readers)" >&2; exit 1; }
-
-WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
 chmod 755 "$WORK" # the unprivileged readers must reach the mount
 MNT=$WORK/mnt
 DAEMON=
@@ -41,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[[ -x $PROCFAST ]] || (cd "$ROOT" && cmake -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2 >/dev/null)
+ensure_built "$PROCFAST"
 [[ -x $(dirname "$PROCFAST")/tests/threads ]] || { echo "soak.sh: build the test helpers ($(dirname "$PROCFAST")/tests)" >&2; exit 1; }
 
 mkdir -p "$MNT"

@@ -15,37 +15,28 @@
 # procfast process (/proc/PID/smaps_rollup: shared pages are divided among their
 # users, so the sum is what the views really take).
 set -euo pipefail
-. "$(dirname "$0")/results.sh"
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PROCFAST=${PROCFAST:-$ROOT/build/procfast}
+. "$(dirname "$0")/common.sh"
 FORKER=${FORKER:-$ROOT/build/tests/forker}
 ROUNDS=${1:-5}
 FORKS=${2:-3000}
 ARMS=(0 4/own 16/own 4/handed 16/handed) # views beside the host mount; "none" too
-RESULTS=$ROOT/bench/RESULTS.md
-WORK=$(mktemp -d /tmp/procfast-bench.XXXXXX)
 cleanup() {
-	for m in "$WORK"/mnt?* "$WORK"/mnt; do
-		mountpoint -q "$m" 2>/dev/null && { umount "$m" || umount -l "$m"; }
-	done
-	[[ -n ${SLEEPER:-} ]] && kill -9 $(pgrep -P "$SLEEPER") "$SLEEPER" 2>/dev/null
+	unmount_all "$WORK"/mnt?* "$WORK"/mnt
+	pidns_stop
 	sleep 0.5
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-[[ -x $PROCFAST && -x $FORKER ]] || (cd "$ROOT" && cmake -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2 >/dev/null)
+ensure_built "$PROCFAST" "$FORKER"
 
-unshare --pid --fork --mount-proc sleep 3600 & SLEEPER=$!
-sleep 0.5
-NS=/proc/$(pgrep -P "$SLEEPER" | head -1)/ns/pid
+pidns_start
+NS=/proc/$PIDNS_INIT/ns/pid
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Mounts the host mount and N views (arm N/own or N/handed); unmounts all first.
 mount_arm() {
 	local n=${1%%/*} how=${1#*/}
-	for m in "$WORK"/mnt?* "$WORK"/mnt; do
-		mountpoint -q "$m" 2>/dev/null && umount "$m"
-	done
+	unmount_all "$WORK"/mnt?* "$WORK"/mnt
 	local t
 	for ((t = 0; t < 100; t++)); do # the daemons of the last arm gone
 		pgrep -f "^$PROCFAST " >/dev/null || break
