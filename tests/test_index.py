@@ -235,6 +235,17 @@ def test_forced_enobufs_rescans(mount_with):
     assert_matches(m)
 
 
+def assert_gone_after_rescan(m, pid):
+    """After the rescan that a loss of events caused, a process that exited meanwhile is
+    not listed (no FORK event from before the loss was applied after the rescan), and
+    the listing is /proc's."""
+    wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
+    time.sleep(0.5)
+    assert pid not in pids_of(m.path), \
+        "pid %d listed after it exited (its FORK event from before the loss was applied)" % pid
+    assert_matches(m)
+
+
 def test_enobufs_with_stale_queued_fork(mount_with):
     """Deterministic ENOBUFS: the listener is stopped while a process starts (its FORK
     event is queued), a burst overflows the socket, and the process exits (its EXIT
@@ -249,11 +260,7 @@ def test_enobufs_with_stale_queued_fork(mount_with):
         s.wait()
     finally:
         os.kill(server, signal.SIGCONT)
-    wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
-    time.sleep(0.5)
-    assert s.pid not in pids_of(m.path), \
-        "pid %d listed after it exited (its stale FORK event was applied after the rescan)" % s.pid
-    assert_matches(m)
+    assert_gone_after_rescan(m, s.pid)
 
 
 def netlink_drops(pid):
@@ -283,11 +290,7 @@ def test_enobufs_with_stale_fork_deep_in_queue(mount_with):
         assert netlink_drops(server), "the socket never overflowed"
         s.kill()  # its EXIT event is lost: the socket is full
         s.wait()
-    wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
-    time.sleep(0.5)
-    assert s.pid not in pids_of(m.path), \
-        "pid %d listed after it exited (its FORK event from before the loss was applied)" % s.pid
-    assert_matches(m)
+    assert_gone_after_rescan(m, s.pid)
 
 
 def test_enobufs_during_storm_keeps_long_lived(mount_with):
