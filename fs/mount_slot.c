@@ -52,23 +52,14 @@ int self_exe(char *buf, size_t len)
 	return 0;
 }
 
-/* In the child: fd stays open across execve, named in the environment. */
-static int pass_fd(const char *name, int fd)
-{
-	char v[16];
-
-	snprintf(v, sizeof(v), "%d", fd);
-	return fcntl(fd, F_SETFD, 0) || setenv(name, v, 1) ? -1 : 0;
-}
-
 static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 {
 	char exe[PATH_MAX];
 
 	sigprocmask(SIG_SETMASK, old, NULL);
-	if (self_exe(exe, sizeof(exe)) || pass_fd(RESUME_ENV, s->fd) ||
-	    (s->join.nsfd >= 0 && pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
-	    (ready_wr >= 0 && pass_fd(READY_FD_ENV, ready_wr)) ||
+	if (self_exe(exe, sizeof(exe)) || supervisor_pass_fd(RESUME_ENV, s->fd) ||
+	    (s->join.nsfd >= 0 && supervisor_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
+	    (ready_wr >= 0 && supervisor_pass_fd(READY_FD_ENV, ready_wr)) ||
 	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
 	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
 		_exit(127);

@@ -134,11 +134,35 @@ static void drop_slot(size_t i, int err)
 	slots[i] = slots[--nslots];
 }
 
+int supervisor_pass_fd(const char *name, int fd)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", fd);
+	return fcntl(fd, F_SETFD, 0) || setenv(name, v, 1) ? -1 : 0;
+}
+
+/* An upgrade that failed: the fds it would have passed on are ours again. */
+static void keep_fds(int saved)
+{
+	unsetenv(RESUME_ENV);
+	unsetenv(JOINED_FD_ENV);
+	unsetenv(CONTROL_FD_ENV);
+	close(saved);
+	for (size_t i = 0; i < nslots; i++) {
+		fcntl(slots[i]->fd, F_SETFD, FD_CLOEXEC);
+		if (slots[i]->join.nsfd >= 0)
+			fcntl(slots[i]->join.nsfd, F_SETFD, FD_CLOEXEC);
+	}
+	if (control_fd >= 0)
+		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+}
+
 /* Executes the binary at our own path, keeping the session fds open. Returns
  * only if that failed. */
 static void upgrade(char **argv)
 {
-	char exe[PATH_MAX], v[16];
+	char exe[PATH_MAX];
 	int saved = self_exe(exe, sizeof(exe));
 
 	if (saved == 0)
@@ -147,28 +171,15 @@ static void upgrade(char **argv)
 		log_err("cannot upgrade: %s", strerror(-saved));
 		return;
 	}
-	snprintf(v, sizeof(v), "%d", saved);
-	setenv(JOINED_FD_ENV, v, 1);
-	snprintf(v, sizeof(v), "%d", slots[0]->fd);
-	setenv(RESUME_ENV, v, 1);
-	fcntl(slots[0]->fd, F_SETFD, 0);
-	fcntl(saved, F_SETFD, 0);
-	if (control_fd >= 0) {
-		snprintf(v, sizeof(v), "%d", control_fd);
-		setenv(CONTROL_FD_ENV, v, 1);
-		fcntl(control_fd, F_SETFD, 0);
+	if (supervisor_pass_fd(JOINED_FD_ENV, saved) || supervisor_pass_fd(RESUME_ENV, slots[0]->fd) ||
+	    (control_fd >= 0 && supervisor_pass_fd(CONTROL_FD_ENV, control_fd))) {
+		log_err("cannot upgrade: %s", strerror(errno));
+	} else {
+		log_info("upgrading: executing %s", exe);
+		execv(exe, argv);
+		log_err("cannot execute %s: %s", exe, strerror(errno));
 	}
-	log_info("upgrading: executing %s", exe);
-	execv(exe, argv);
-	log_err("cannot execute %s: %s", exe, strerror(errno));
-	unsetenv(RESUME_ENV);
-	unsetenv(JOINED_FD_ENV);
-	unsetenv(CONTROL_FD_ENV);
-	close(saved);
-	for (size_t i = 0; i < nslots; i++)
-		fcntl(slots[i]->fd, F_SETFD, FD_CLOEXEC);
-	if (control_fd >= 0)
-		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+	keep_fds(saved);
 }
 
 static sigset_t handled_signals(void)

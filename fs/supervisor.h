@@ -20,6 +20,10 @@ enum supervisor_role {
 #define JOINED_FD_ENV "PROCFAST_JOINED_FD"  /* upgrade: the handed-over mounts (mount_slot.c) */
 #define CONTROL_FD_ENV "PROCFAST_CONTROL_FD" /* upgrade: the control= socket */
 
+/* Leaves fd open across execve, named in the environment as name (read back
+ * by supervisor_resume_fd and the like). 0, or -1 with errno. */
+int supervisor_pass_fd(const char *name, int fd);
+
 /* Called in the process that mounted, before any thread exists. Returns in
  * each server process of its own mount it starts, and in itself once every
  * mount it holds is over, with *status the exit status. argv: how to execute
