@@ -148,7 +148,15 @@ def test_pid1_denied(mnt):
         ["access", "1/fd", None, False],
         ["access", "1/oom_score_adj", None, False],
     ]
-    res = check(as_user(NOBODY, ops, mnt))
+    # pid 1 is the machine's, not the test's: its open files (the size of 1/fd) may
+    # change between the three probes; a real difference stays on a second look
+    for attempt in range(3):
+        try:
+            res = check(as_user(NOBODY, ops, mnt))
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     # sanity: the interesting ones really are refused on /proc for this user
     assert res[("read", "1/environ", None)][0] == "err"
     assert res[("listdir", "1/fd", None)][0] == "err"
