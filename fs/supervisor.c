@@ -263,17 +263,20 @@ static size_t slot_of(pid_t pid)
 	return nslots;
 }
 
-/* A handed-over mount's first server answered INIT: its sender may go. */
+/* A first server's report: it answered INIT, and a handed-over mount's
+ * sender may go; or it ended without (EOF), which server_ended tells the
+ * sender once the mount is given up. */
 static void slot_ready(struct mount_slot *s)
 {
 	char one;
 
-	if (read(s->ready_rd, &one, 1) == 1)
+	if (read(s->ready_rd, &one, 1) == 1) {
 		s->ready = 1;
+		control_answer(s->join.conn, 0);
+		s->join.conn = -1;
+	}
 	close(s->ready_rd);
 	s->ready_rd = -1;
-	control_answer(s->join.conn, s->ready ? 0 : -EIO);
-	s->join.conn = -1;
 }
 
 /* A first server's report, if it came before it died or was stopped. */
