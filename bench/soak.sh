@@ -44,7 +44,7 @@ mkdir -p "$MNT"
 DAEMON=$!
 for _ in $(seq 100); do mountpoint -q "$MNT" && [[ -e $MNT/self/stat ]] && break; sleep 0.1; done
 mountpoint -q "$MNT" || { echo "soak.sh: procfast did not mount:" >&2; cat "$WORK/daemon.log" >&2; exit 1; }
-# The process that serves is the supervisor's child (fs/supervisor.c).
+# The process that serves is the supervisor's child (fs/daemon/supervisor.c).
 SERVER=$(pgrep -P "$DAEMON" | head -1)
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

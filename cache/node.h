@@ -34,7 +34,7 @@ struct node {
 	uint64_t parent_serial;
 	enum node_kind kind;
 	mode_t type;             /* S_IFMT the kernel was told; fixed for life */
-	unsigned char cache;     /* what the kernel may cache (fs/entry.c) */
+	unsigned char cache;     /* what the kernel may cache (fs/ops/entry.c) */
 	/* Last attributes seen: procfs still answers fstat() on an open file
 	 * whose entry or process is gone. */
 	mode_t mode;
@@ -93,7 +93,7 @@ void node_forget(struct node *n, uint64_t count);
  * the boot-time clock in nanoseconds when the table is made, so the ids of a
  * daemon restarted on the same connection never meet those the kernel still
  * holds from its predecessor: those are unknown here (node_from_ino gives
- * NULL) and answered with ESTALE (fs/stale.c). */
+ * NULL) and answered with ESTALE (fs/ops/stale.c). */
 #define NODE_ROOT_ID 1
 
 struct node *node_from_ino(uint64_t ino);

@@ -17,7 +17,7 @@
 #include "cache/pidgen.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
-#include "fs/names.h"
+#include "fs/ops/names.h"
 
 static struct hbitmap leaders;   /* marked: probably a leader */
 static struct hbitmap exited;    /* subset: its leader exited, check the source */

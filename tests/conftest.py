@@ -43,7 +43,7 @@ class Mount:
         os.listdir(self.path)
 
     def server_pid(self):
-        """The process that serves: the supervisor's child (see fs/supervisor.c), or the
+        """The process that serves: the supervisor's child (see fs/daemon/supervisor.c), or the
         daemon itself with -o norestart."""
         deadline = time.time() + 10
         while True:

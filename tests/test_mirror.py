@@ -415,7 +415,7 @@ def test_stat_through_fd(mnt, victim, kind):
         return
     if want["type"] == oct(0):
         # Anon inodes (eventfd, epoll...) have file type 0, which FUSE cannot return (the
-        # kernel rejects such an attr with EIO).  The daemon's documented policy (fs/link.c,
+        # kernel rejects such an attr with EIO).  The daemon's documented policy (fs/ops/link.c,
         # link_target_fixup) shows them as regular files with the real inode, size and rdev
         # and the real permission bits; everything else must still match.
         assert got == dict(want, type=oct(stat.S_IFREG)), got

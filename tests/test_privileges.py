@@ -40,11 +40,11 @@ def documented_caps():
 
 
 def coded_caps():
-    """The capabilities fs/privileges.h keeps (between its markers)."""
-    with open(os.path.join(ROOT, "fs", "privileges.h")) as f:
+    """The capabilities fs/daemon/privileges.h keeps (between its markers)."""
+    with open(os.path.join(ROOT, "fs", "daemon", "privileges.h")) as f:
         text = f.read()
     block = re.search(r"BEGIN KEPT CAPABILITIES \*/(.*?)/\* END KEPT", text, re.S)
-    assert block, "fs/privileges.h has no kept-capabilities block"
+    assert block, "fs/daemon/privileges.h has no kept-capabilities block"
     return re.findall(r"\b(CAP_\w+)\b", block.group(1).split("PROCFAST_KEPT_CAPS", 1)[1])
 
 
@@ -80,7 +80,7 @@ def assert_documented_set(m):
     started_with = int(runner["CapPrm"], 16)
     want = mask(documented_caps()) & started_with
     assert want, "the test runner has none of the kept capabilities"
-    # the supervisor (one thread) and the server it runs (fs/supervisor.c)
+    # the supervisor (one thread) and the server it runs (fs/daemon/supervisor.c)
     supervisor, server = m.proc.pid, m.server_pid()
     assert server != supervisor
     tasks = [(supervisor, t) for t in os.listdir("/proc/%d/task" % supervisor)]
@@ -168,7 +168,7 @@ def test_root_still_reads_other_users_secrets(mnt, sleeper):
 
 
 def test_upgrade_keeps_the_documented_set(sleeper):
-    """SIGHUP executes the binary again (fs/supervisor.c): the upgraded supervisor and
+    """SIGHUP executes the binary again (fs/daemon/supervisor.c): the upgraded supervisor and
     its server hold the same capabilities as before, so root still reads another user's
     secrets (with an empty bounding set the new binary would have none)."""
     m = Mount()

@@ -1,4 +1,4 @@
-"""The mount outlives its server (fs/supervisor.c): a server killed with SIGKILL is
+"""The mount outlives its server (fs/daemon/supervisor.c): a server killed with SIGKILL is
 replaced on the same FUSE connection, and binds of the mount in other mount namespaces
 work again without ENOTCONN. What a restart costs is documented: handles opened before
 it answer ESTALE, new lookups work."""

@@ -1,4 +1,4 @@
-/* How the daemon classifies a name from its text (fs/names.c), and the
+/* How the daemon classifies a name from its text (fs/ops/names.c), and the
  * link text hints kept per directory (cache/link_hints.c). The input is one
  * name (up to its first NUL). Properties, beyond never crashing:
  *  - a name taken as a pid or fd prints back as the same string, and a
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cache/link_hints.h"
-#include "fs/names.h"
+#include "fs/ops/names.h"
 
 /* procfs's reading of a number (name_to_int), spelled out independently:
  * digits only, no leading zero, and below the kernel's cut-off. */

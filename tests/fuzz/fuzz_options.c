@@ -1,4 +1,4 @@
-/* options_parse (fs/options.c) on a command line made of the input: the
+/* options_parse (fs/daemon/options.c) on a command line made of the input: the
  * input's NUL-separated pieces are the arguments after "procfast" ("-o",
  * "source=/x,ro", a mount point...). It must never crash nor leak, and what
  * it accepts must be valid. It prints its complaints to stderr. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/options.h"
+#include "fs/daemon/options.h"
 
 #define MAX_ARGS 64
 
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	if (options_parse(&args, &o) == 0) {
-		/* no source: /proc (fs/source.c) */
+		/* no source: /proc (fs/daemon/source.c) */
 		assert(!o.hidepid || o.hide_level == 0 || o.hide_level == 1 || o.hide_level == 2 ||
 		       o.hide_level == 4);
 		assert(!o.subset || !strcmp(o.subset, "pid"));

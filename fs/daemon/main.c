@@ -1,0 +1,413 @@
+/* procfast: a FUSE mirror of /proc. Start-up, mount and the request loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <malloc.h>
+#include <mntent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+
+#include "cache/node.h"
+#include "cache/pid_view.h"
+#include "cache/pidgen.h"
+#include "cache/proc_events.h"
+#include "cache/tgid_index.h"
+#include "fs/daemon/control.h"
+#include "fs/daemon/options.h"
+#include "fs/daemon/privileges.h"
+#include "fs/daemon/source.h"
+#include "fs/daemon/supervisor.h"
+#include "fs/log.h"
+#include "fs/ops/caller.h"
+#include "fs/ops/invalidate.h"
+#include "fs/ops/names.h"
+#include "fs/ops/ops.h"
+#include "fs/ops/root_dir.h"
+#include "fs/ops/settings.h"
+#include "fs/ops/thread_dir.h"
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] [procfast] MOUNTPOINT\n\n", prog);
+	options_help();
+	printf("\n");
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* Pids in the source are the daemon's own when its "self" names us. */
+static int source_in_our_pid_ns(int srcfd)
+{
+	char buf[32];
+	ssize_t n = readlinkat(srcfd, "self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return name_pid(buf) == getpid();
+}
+
+static char source_path[64];
+
+/* Path operations (truncate, xattrs) reach a private instance through the
+ * daemon's fd of it. */
+static int open_source(const struct options *o)
+{
+	struct source_spec spec = { .path = o->source, .pidns = o->pidns, .hidepid = o->hidepid,
+				    .subset = o->subset, .gid = o->gid };
+	struct source src;
+	int r;
+
+	if (source_open(&spec, &src))
+		return -1;
+	pf.srcfd = src.root;
+	pf.indexfd = src.index;
+	if (source_is_private(&spec))
+		snprintf(source_path, sizeof(source_path), "/proc/self/fd/%d", pf.srcfd);
+	pf.source = source_is_private(&spec) ? source_path : o->source ? o->source : "/proc";
+	pf.hide_level = o->hide_level;
+	if ((r = pid_view_init(src.nsfd))) {
+		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns,
+			r == -ENOTTY ? "this kernel cannot translate pids (Linux 6.8 or later needed)"
+				     : strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* The proc connector names processes by their pids in the initial pid
+ * namespace; a daemon in another one may still receive the events (another
+ * listener subscribed), so they describe the source only when the daemon is
+ * in the initial namespace and the source too, or is a view whose pids are
+ * translated (pid_view.c). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU
+
+static int events_match_source(void)
+{
+	struct stat st;
+
+	return (pf.same_pid_ns || pid_view_active()) &&
+	       !fstatat(pf.selfproc, "self/ns/pid", &st, 0) && st.st_ino == PROC_PID_INIT_INO;
+}
+
+static int setup(const struct options *o)
+{
+	pf.read_only = o->read_only;
+	pf.no_dedup = o->no_dedup;
+	pf.entry_timeout = o->entry_timeout;
+	pf.attr_timeout = o->attr_timeout;
+	if (open_source(o))
+		return -1;
+	pf.selfproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pf.selfproc < 0) {
+		fprintf(stderr, "procfast: /proc: %s\n", strerror(errno));
+		return -1;
+	}
+	/* Worker threads start with no supplementary groups and take the
+	 * caller's per request. */
+	if (geteuid() == 0 && setgroups(0, NULL))
+		log_warn("setgroups: %s", strerror(errno));
+	pf.same_pid_ns = source_in_our_pid_ns(pf.srcfd);
+	pidgen_init(pf.indexfd, pf.same_pid_ns);
+	tgid_index_init(pf.indexfd);
+	thread_dir_init(pf.same_pid_ns);
+	if (caller_init(pf.selfproc) || root_dir_init()) {
+		fprintf(stderr, "procfast: cannot initialise\n");
+		return -1;
+	}
+	return 0;
+}
+
+#define IDLE_WORKERS 4
+
+/* Mounting procfast again on its own mount point would stack a second
+ * daemon on top of the first: refuse, as a busy mount point. */
+static int already_procfast(const char *mountpoint)
+{
+	char real[PATH_MAX];
+	FILE *f;
+	struct mntent *m;
+	int found = 0;
+
+	if (!realpath(mountpoint, real) || !(f = setmntent("/proc/self/mounts", "r")))
+		return 0;
+	while (!found && (m = getmntent(f)))
+		found = !strcmp(m->mnt_dir, real) && !strcmp(m->mnt_type, "fuse.procfast");
+	endmntent(f);
+	return found;
+}
+
+/* One clear line for what most often stops a mount, before libfuse's own. */
+static int preflight(const char *mountpoint)
+{
+	struct stat st;
+	int fd;
+
+	errno = 0;
+	if (stat(mountpoint, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "procfast: mount point %s: %s\n", mountpoint,
+			strerror(errno ? errno : ENOTDIR));
+		return -1;
+	}
+	errno = 0;
+	if (stat("/dev/fuse", &st) || !S_ISCHR(st.st_mode)) {
+		fprintf(stderr, "procfast: /dev/fuse: %s (is the fuse module loaded?)\n",
+			errno ? strerror(errno) : "not a character device");
+		return -1;
+	}
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "procfast: /dev/fuse: %s\n", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
+{
+	struct fuse_loop_config *cfg;
+	int r;
+
+	if (cmd->singlethread)
+		return fuse_session_loop(se);
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, cmd->clone_fd);
+	/* Idle workers keep their stacks and malloc arenas: few are kept, so the
+	 * daemon shrinks back after a burst (UINT_MAX: the option not given). */
+	fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads != UINT_MAX ? cmd->max_idle_threads
+									       : IDLE_WORKERS);
+	if (cmd->max_threads && cmd->max_threads <= 100000) /* else libfuse's default */
+		fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
+	r = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r;
+}
+
+static void events_config(const struct options *o, struct proc_events_config *events)
+{
+	events->disabled = (o->events && !strcmp(o->events, "off")) || !events_match_source();
+	events->rcvbuf = o->event_rcvbuf;
+	events->fallback_ms = o->scan_ms;
+}
+
+/* One server: the process that answers requests, with all the threads. */
+static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
+		      const struct options *o, enum supervisor_role role)
+{
+	struct proc_event_hooks hooks = { 0 };
+	struct proc_events_config events = { 0 };
+	const char *mode;
+	int r;
+
+	if (fuse_set_signal_handlers(se))
+		return 1;
+	invalidate_init(se, &hooks);
+	events_config(o, &events);
+	mode = proc_events_start(&events, &hooks);
+	/* Threads die in fork(): the node table's resize worker and the event
+	 * threads start only in the process that serves. */
+	if (node_table_init()) {
+		log_err("cannot create the node table");
+		return 1;
+	}
+	if (role == SERVE_RESUMED)
+		supervisor_replay_init(se);
+	log_info("%s %s%s%s at %s (process index: %s, generations: %s)",
+		 role == SERVE_RESUMED ? "serving again: mirroring" : "mirroring",
+		 o->pidns ? "pid namespace " : o->source ? o->source : "/proc", o->pidns ? o->pidns : "",
+		 o->hidepid || o->subset ? " with procfs options" : "", cmd->mountpoint, mode,
+		 pidgen_method());
+	if (proc_events_run())
+		log_err("cannot start the event listener");
+	/* A positive value is the signal that ended the loop (SIGTERM from
+	 * "systemctl stop", kill, or the supervisor): a normal end. */
+	r = serve(se, cmd) < 0 ? 1 : 0;
+	proc_events_stop();
+	fuse_remove_signal_handlers(se);
+	return r;
+}
+
+/* Our own mount, for the supervisor to end while it serves others. */
+static struct fuse_session *own_session;
+static const char *own_mountpoint;
+static int own_resumed;
+
+static void unmount_own(void)
+{
+	if (own_resumed) /* libfuse unmounts only what it mounted */
+		umount2(own_mountpoint, MNT_DETACH);
+	else
+		fuse_session_unmount(own_session);
+}
+
+/* -o daemon=: mount, hand the mount over, and leave it to that daemon. */
+static int hand_over(struct fuse_session *se, const struct options *o, const char *mountpoint,
+		     int argc, char **argv)
+{
+	char real[PATH_MAX];
+	int nsfd = -1, r;
+
+	if (!realpath(mountpoint, real)) {
+		fprintf(stderr, "procfast: mount point %s: %s\n", mountpoint, strerror(errno));
+		return -1;
+	}
+	if (o->pidns && (nsfd = source_open_pidns(o->pidns)) < 0)
+		return -1;
+	if (fuse_session_mount(se, mountpoint)) {
+		if (nsfd >= 0)
+			close(nsfd);
+		return -1;
+	}
+	r = control_hand_over(o->daemon, fuse_session_fd(se), nsfd, real, argc, argv);
+	if (nsfd >= 0)
+		close(nsfd);
+	if (r) {
+		fprintf(stderr, "procfast: daemon=%s: %s\n", o->daemon,
+			r == -ENOENT || r == -ECONNREFUSED ? "no procfast daemon listens there"
+			: r == -EIO ? "the daemon could not serve this mount (see its log)"
+				    : strerror(-r));
+		/* unless the daemon did (EINVAL: not a mount any more) */
+		if (umount2(real, MNT_DETACH) && errno == EPERM)
+			fuse_session_unmount(se);
+		return -1;
+	}
+	return 0;
+}
+
+/* In a server the supervisor executed for a handed-over mount: pidns= is the
+ * file it was handed. */
+static int take_handed_pidns(struct options *o, int nsfd)
+{
+	char path[32];
+
+	if (nsfd < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", nsfd);
+	free(o->pidns);
+	return (o->pidns = strdup(path)) ? 0 : -1;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	struct fuse_session *se = NULL;
+	enum supervisor_role role = SERVE_FIRST, serve_only;
+	char resume_path[32] = "";
+	int resume_fd = -1, control = -1, nsfd = -1;
+	struct options o;
+	int ret = 1;
+
+	serve_only = supervisor_serve_role(&nsfd);
+	if (options_parse(&args, &o) || fuse_parse_cmdline(&args, &cmd))
+		goto out;
+	if (cmd.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out;
+	}
+	if (cmd.show_version) {
+		printf("procfast version %s\n", PROCFAST_VERSION);
+		fflush(stdout); /* libfuse's lines come from a child process */
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out;
+	}
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "procfast: no mount point given (see --help)\n");
+		goto out;
+	}
+	/* Two malloc arenas: worker threads come and go, and one arena each
+	 * would keep their freed memory from the system. */
+	mallopt(M_ARENA_MAX, 2);
+	resume_fd = supervisor_resume_fd();
+	if (resume_fd < 0 && preflight(cmd.mountpoint))
+		goto out;
+	if (resume_fd < 0 && already_procfast(cmd.mountpoint)) {
+		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
+		goto out;
+	}
+	if (serve_only != SUPERVISOR_DONE) {
+		/* the supervisor holds the mount; this process only serves it */
+		free(o.daemon);
+		o.daemon = NULL;
+		cmd.foreground = 1;
+		if (take_handed_pidns(&o, nsfd))
+			goto out;
+	}
+	/* A supervised server reads through its own clones of the session fd
+	 * (supervisor.c). */
+	if (!o.no_restart)
+		cmd.clone_fd = 1;
+	if (o.daemon) {
+		se = fuse_session_new(&args, procfast_ops(supervisor_connection_ready), sizeof(struct fuse_lowlevel_ops), NULL);
+		ret = se && !hand_over(se, &o, cmd.mountpoint, argc, argv) ? 0 : 1;
+		goto out_session;
+	}
+	if (setup(&o))
+		goto out;
+	se = fuse_session_new(&args, procfast_ops(supervisor_connection_ready), sizeof(struct fuse_lowlevel_ops), NULL);
+	if (!se)
+		goto out;
+	if (resume_fd >= 0)
+		snprintf(resume_path, sizeof(resume_path), "/dev/fd/%d", resume_fd);
+	if (fuse_session_mount(se, resume_fd >= 0 ? resume_path : cmd.mountpoint))
+		goto out_session;
+	own_session = se;
+	own_mountpoint = cmd.mountpoint;
+	own_resumed = resume_fd >= 0;
+	/* Made once mounted, so that every way out from here removes it. */
+	if (o.control && resume_fd < 0 && (control = control_listen(o.control)) < 0) {
+		fprintf(stderr, "procfast: control=%s: %s\n", o.control,
+			control == -EADDRINUSE ? "a daemon listens there already" : strerror(-control));
+		goto out_unmount;
+	}
+	log_set_debug(cmd.debug);
+	if (fuse_daemonize(cmd.foreground))
+		goto out_unmount;
+	/* Mounted and no thread started yet (capabilities are per thread): from
+	 * here on, supervisor and servers keep only what serving needs. */
+	if (privileges_drop())
+		goto out_unmount;
+	if (!cmd.foreground)
+		log_to_syslog();
+	if (serve_only != SUPERVISOR_DONE)
+		role = serve_only;
+	else if (!o.no_restart)
+		role = supervisor_run(se, argv, resume_fd >= 0, control, unmount_own, &ret);
+	if (role != SUPERVISOR_DONE) {
+		/* a server leaves the mount to its supervisor */
+		if (privileges_seal())
+			goto out_session_or_unmount;
+		ret = run_server(se, &cmd, &o, role);
+out_session_or_unmount:
+		if (!o.no_restart)
+			goto out_session;
+	}
+out_unmount:
+	unmount_own();
+	/* ours: made above, or handed on by the supervisor an upgrade replaced */
+	if (o.control && (control >= 0 || role == SUPERVISOR_DONE))
+		unlink(o.control);
+out_session:
+	if (se)
+		fuse_session_destroy(se);
+	proc_events_stop();
+	node_table_destroy();
+	root_dir_destroy();
+	thread_dir_destroy();
+out:
+	free(cmd.mountpoint);
+	options_free(&o);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,93 @@
+#include "fs/daemon/mount_slot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/cleanup.h"
+#include "fs/daemon/exec_env.h"
+#include "fs/log.h"
+
+struct mount_slot *mount_slot_from_join(struct join_request *r)
+{
+	struct mount_slot *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->join = *r;
+	s->fd = r->fuse_fd;
+	s->ready_rd = -1;
+	memset(r, 0, sizeof(*r));
+	r->conn = r->fuse_fd = r->nsfd = -1;
+	return s;
+}
+
+void mount_slot_free(struct mount_slot *s, int err)
+{
+	if (!s)
+		return;
+	control_answer(s->join.conn, err);
+	s->join.conn = -1;
+	if (s->ready_rd >= 0)
+		close(s->ready_rd);
+	join_request_free(&s->join);
+	free(s);
+}
+
+static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
+{
+	char exe[PATH_MAX];
+
+	sigprocmask(SIG_SETMASK, old, NULL);
+	if (self_exe(exe, sizeof(exe)) || exec_env_pass_fd(RESUME_ENV, s->fd) ||
+	    (s->join.nsfd >= 0 && exec_env_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
+	    (ready_wr >= 0 && exec_env_pass_fd(READY_FD_ENV, ready_wr)) ||
+	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
+	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
+		_exit(127);
+	execv(exe, s->join.argv);
+	log_err("cannot execute %s: %s", exe, strerror(errno));
+	_exit(127);
+}
+
+pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr)
+{
+	int ready[2] = { -1, -1 };
+	pid_t pid;
+
+	/* Only a first server tells when it is set up: after that, the
+	 * connection is. */
+	if (!s->ready && s->ready_rd < 0 && pipe2(ready, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (ready[0] >= 0)
+			close(ready[0]);
+		*ready_wr = ready[1];
+		return 0;
+	}
+	if (ready[1] >= 0)
+		close(ready[1]);
+	if (pid < 0) {
+		if (ready[0] >= 0)
+			close(ready[0]);
+		return -1;
+	}
+	if (ready[0] >= 0)
+		s->ready_rd = ready[0];
+	return pid;
+}
+
+pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
+{
+	int ready_wr = -1;
+	pid_t pid = mount_slot_fork(s, &ready_wr);
+
+	if (pid == 0)
+		exec_server(s, ready_wr, old);
+	return pid;
+}

@@ -1,0 +1,225 @@
+#include "fs/daemon/options.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT };
+
+static const struct fuse_opt option_spec[] = {
+	{ "source=%s", offsetof(struct options, source), 0 },
+	{ "entry_timeout=%lf", offsetof(struct options, entry_timeout), 0 },
+	{ "attr_timeout=%lf", offsetof(struct options, attr_timeout), 0 },
+	{ "events=%s", offsetof(struct options, events), 0 },
+	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
+	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
+	{ "nodedup", offsetof(struct options, no_dedup), 1 },
+	{ "norestart", offsetof(struct options, no_restart), 1 },
+	{ "pidns=%s", offsetof(struct options, pidns), 0 },
+	{ "hidepid=%s", offsetof(struct options, hidepid), 0 },
+	{ "subset=%s", offsetof(struct options, subset), 0 },
+	{ "gid=%s", offsetof(struct options, gid), 0 },
+	{ "control=%s", offsetof(struct options, control), 0 },
+	{ "daemon=%s", offsetof(struct options, daemon), 0 },
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
+	/* mount(8) passes these VFS flags on and libfuse 3.14 refuses them;
+	 * times come from the source, so they change nothing here. */
+	FUSE_OPT_KEY("relatime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("strictatime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nodiratime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("lazytime", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("silent", FUSE_OPT_KEY_DISCARD),
+	/* fstab words that mount(8) drops but mount.fuse3 run by hand passes on */
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+static int option_key(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_RO:
+		o->read_only = 1;
+		return 1; /* keep: the kernel mounts read-only too */
+	case KEY_ALLOW_OTHER:
+		o->has_allow_other = 1;
+		return 1;
+	case KEY_NO_ALLOW_OTHER:
+		o->no_allow_other = 1;
+		return 0;
+	case KEY_AUTO_UNMOUNT:
+		o->auto_unmount = 1;
+		return 1;
+	case FUSE_OPT_KEY_OPT:
+		/* x-* options are for other programs (systemd, mount(8)) */
+		return strncmp(arg, "x-", 2) ? 1 : 0;
+	case FUSE_OPT_KEY_NONOPT:
+		/* mount.fuse3 runs "procfast DEVICE MOUNTPOINT -o ..." for
+		 * "-t fuse.procfast": keep both and sort them out after. */
+		if (o->npositional == 2) {
+			fprintf(stderr, "procfast: unexpected argument %s (see --help)\n", arg);
+			return -1;
+		}
+		o->positional[o->npositional] = strdup(arg);
+		return o->positional[o->npositional++] ? 0 : -1;
+	}
+	return 1;
+}
+
+/* "procfast [DEVICE] MOUNTPOINT": DEVICE is "procfast" or "none" as in an
+ * fstab line, or a procfs to mirror ("mount -t fuse.procfast /proc DIR"). */
+static int take_positionals(struct fuse_args *args, struct options *o)
+{
+	const char *device = o->npositional == 2 ? o->positional[0] : NULL;
+	const char *mountpoint = o->positional[o->npositional - 1];
+
+	if (device && strcmp(device, "procfast") && strcmp(device, "none")) {
+		if (device[0] != '/') {
+			fprintf(stderr, "procfast: device %s: give procfast, none or a procfs path\n",
+				device);
+			return -1;
+		}
+		if (!o->source && !(o->source = strdup(device)))
+			return -1;
+	}
+	return fuse_opt_add_arg(args, mountpoint);
+}
+
+static int timeout_valid(const char *name, double v)
+{
+	if (v >= 0 && v <= 3600)
+		return 1;
+	fprintf(stderr, "procfast: %s=%g: must be between 0 and 3600 seconds\n", name, v);
+	return 0;
+}
+
+/* procfs's hidepid= values, by name or by number as mount(8) users give them. */
+static int hidepid_level(const char *v)
+{
+	static const char *const names[] = { "off", "noaccess", "invisible", NULL, "ptraceable" };
+
+	for (int i = 0; i < 5; i++)
+		if (names[i] && (!strcmp(v, names[i]) || (v[0] == '0' + i && !v[1])))
+			return i;
+	return -1;
+}
+
+static int procfs_options_valid(struct options *o)
+{
+	char *end;
+
+	if (o->hidepid && (o->hide_level = hidepid_level(o->hidepid)) < 0) {
+		fprintf(stderr, "procfast: hidepid=%s: must be off, noaccess, invisible or ptraceable\n",
+			o->hidepid);
+		return 0;
+	}
+	if (o->subset && strcmp(o->subset, "pid")) {
+		fprintf(stderr, "procfast: subset=%s: only subset=pid exists\n", o->subset);
+		return 0;
+	}
+	if (o->gid && (*o->gid < '0' || *o->gid > '9' || strtoul(o->gid, &end, 10) > 0xfffffffeUL || *end)) {
+		fprintf(stderr, "procfast: gid=%s: must be a numeric group id\n", o->gid);
+		return 0;
+	}
+	return 1;
+}
+
+/* daemon= hands the mount over and exits: nothing of this process may be
+ * needed by the mount afterwards. */
+static int handover_options_valid(const struct options *o)
+{
+	const char *bad = o->control ? "control=" : o->no_restart ? "norestart"
+			  : o->auto_unmount ? "auto_unmount" : NULL;
+
+	if (o->daemon && bad) {
+		fprintf(stderr, "procfast: daemon= and %s exclude each other\n", bad);
+		return 0;
+	}
+	if (o->control && o->no_restart) {
+		fprintf(stderr, "procfast: control= needs the supervisor (not with norestart)\n");
+		return 0;
+	}
+	return 1;
+}
+
+int options_parse(struct fuse_args *args, struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->entry_timeout = 1.0;
+	o->attr_timeout = 1.0;
+	o->scan_ms = 100;
+	if (fuse_opt_parse(args, o, option_spec, option_key))
+		return -1;
+	if (o->npositional && take_positionals(args, o))
+		return -1;
+	if (!procfs_options_valid(o))
+		return -1;
+	if (o->events && strcmp(o->events, "on") && strcmp(o->events, "off")) {
+		fprintf(stderr, "procfast: events=%s: must be on or off\n", o->events);
+		return -1;
+	}
+	if (o->event_rcvbuf < 0) {
+		fprintf(stderr, "procfast: event_rcvbuf=%d: must be positive\n", o->event_rcvbuf);
+		return -1;
+	}
+	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
+	    !timeout_valid("attr_timeout", o->attr_timeout))
+		return -1;
+	if (!handover_options_valid(o))
+		return -1;
+	/* Tools run by every user read /proc: as root, serve them all. */
+	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
+	    fuse_opt_add_arg(args, "-oallow_other"))
+		return -1;
+	/* The kernel checks mode bits with the caller's own credentials before
+	 * asking the daemon, as procfs does first; it is also what lets a pipe's
+	 * fd target keep its FIFO type without hanging open() (see link.c). */
+	if (fuse_opt_add_arg(args, "-ofsname=procfast,subtype=procfast,default_permissions"))
+		return -1;
+	return 0;
+}
+
+void options_free(struct options *o)
+{
+	free(o->source);
+	free(o->events);
+	free(o->pidns);
+	free(o->hidepid);
+	free(o->subset);
+	free(o->gid);
+	free(o->control);
+	free(o->daemon);
+	free(o->positional[0]);
+	free(o->positional[1]);
+}
+
+void options_help(void)
+{
+	printf("procfast options:\n"
+	       "    -o source=DIR          procfs to mirror (default /proc)\n"
+	       "    -o ro                  refuse every write\n"
+	       "    -o noallow_other       serve only the mounting user (default for root: all users)\n"
+	       "    -o nodedup             threads' fd/, fdinfo/ and task/ as directories, as in /proc\n"
+	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
+	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
+	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n"
+	       "    -o events=on|off       follow process events (default on; off: list from scans)\n"
+	       "    -o event_rcvbuf=BYTES  event socket buffer (default 8 MiB)\n"
+	       "    -o scan_lifetime=MS    without events, how long a root scan serves (default 100)\n"
+	       "    -o norestart           no supervisor: the mount ends with the daemon\n"
+	       "    -o control=SOCKET      also serve mounts handed over at SOCKET (daemon=)\n"
+	       "    -o daemon=SOCKET       mount, hand the mount to the daemon listening at\n"
+	       "                           SOCKET (control=) and exit\n"
+	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
+	       "                           of it), as a procfs mounted inside it would\n"
+	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"
+	       "                           procfs's own options, with the kernel's meaning\n");
+}

@@ -1,0 +1,58 @@
+/* Least privilege: what the daemon keeps once it serves.
+ *
+ * Every request is answered by a worker thread acting as the caller
+ * (fs/ops/caller.h), so the daemon keeps every capability procfs may check for a
+ * caller it stands for; man/procfast.8 (PRIVILEGES) gives the reason for
+ * each, and tests/test_privileges.py compares this list, the man page and the
+ * running daemon. The list is one capability name a line between the
+ * markers. */
+#ifndef PROCFAST_PRIVILEGES_H
+#define PROCFAST_PRIVILEGES_H
+
+#include <linux/capability.h>
+
+/* BEGIN KEPT CAPABILITIES */
+#define PROCFAST_KEPT_CAPS \
+	CAP_CHOWN, \
+	CAP_DAC_OVERRIDE, \
+	CAP_DAC_READ_SEARCH, \
+	CAP_FOWNER, \
+	CAP_FSETID, \
+	CAP_KILL, \
+	CAP_SETGID, \
+	CAP_SETUID, \
+	CAP_SETPCAP, \
+	CAP_NET_BIND_SERVICE, \
+	CAP_NET_ADMIN, \
+	CAP_NET_RAW, \
+	CAP_SYS_RAWIO, \
+	CAP_SYS_CHROOT, \
+	CAP_SYS_PTRACE, \
+	CAP_SYS_ADMIN, \
+	CAP_SYS_NICE, \
+	CAP_SYS_RESOURCE, \
+	CAP_SYS_TIME, \
+	CAP_MKNOD, \
+	CAP_AUDIT_WRITE, \
+	CAP_AUDIT_CONTROL, \
+	CAP_SETFCAP, \
+	CAP_SYSLOG, \
+	CAP_CHECKPOINT_RESTORE
+/* END KEPT CAPABILITIES */
+
+/* Reduces the permitted and effective sets to PROCFAST_KEPT_CAPS (what the
+ * daemon has of them), empties the inheritable and ambient sets and sets
+ * no_new_privs. Must run before the process starts any thread: capabilities
+ * are per thread. A daemon without capabilities (a user's own mount) has
+ * nothing to drop and is left as it is. 0 or -errno.
+ *
+ * The bounding set is left to the supervisor: its upgrade executes the new
+ * binary, which as root gets its bounding set, cut by no_new_privs to the
+ * kept set. Emptied, it would leave the upgraded daemon with nothing. */
+int privileges_drop(void);
+
+/* Empties the bounding set, for a process that never executes anything (a
+ * server). 0 or -errno. */
+int privileges_seal(void);
+
+#endif

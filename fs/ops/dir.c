@@ -1,0 +1,145 @@
+/* Directory listings, passed through from the source.
+ *
+ * Offsets are the source's own: procfs encodes the tgid in root offsets and
+ * the fd number in fd/ offsets, so a listing resumed at an offset continues
+ * after the last entry returned, whatever started or exited meanwhile.
+ */
+#include "fs/ops/dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/cleanup.h"
+#include "fs/ops/caller.h"
+#include "fs/ops/dedup.h"
+#include "fs/ops/entry.h"
+#include "fs/ops/ops.h"
+#include "fs/ops/root_dir.h"
+#include "fs/ops/settings.h"
+#include "fs/ops/thread_dir.h"
+
+struct dir_handle {
+	int fd;
+	pthread_mutex_t lock; /* the fd's position is shared by its readers */
+};
+
+int dir_handle_fd(const struct fuse_file_info *fi)
+{
+	return ((struct dir_handle *)(uintptr_t)fi->fh)->fd;
+}
+
+void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = node_from_ino(ino);
+	__do_close int fd = -1;
+	struct dir_handle *h;
+	struct caller c;
+	int r;
+
+	/* The root is listed from the index by offset alone: no handle, so a
+	 * handle of an earlier daemon on the root is as good as any (stale.c). */
+	if (ino == FUSE_ROOT_ID) {
+		fi->fh = 0;
+		return (void)fuse_reply_open(req, fi);
+	}
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
+	caller_leave();
+	if (r)
+		return reply_err(req, r);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return reply_err(req, -ENOMEM);
+	h->fd = move_fd(&fd);
+	pthread_mutex_init(&h->lock, NULL);
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		close(h->fd);
+		free(h);
+	}
+}
+
+/* Converts source entries into the reply until it is full; the next
+ * request resumes at the d_off of the last entry that fitted. */
+static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char *out, size_t size)
+{
+	__do_free char *raw = malloc(size);
+	struct dedup_listing dl;
+	size_t used = 0;
+
+	if (!raw)
+		return -ENOMEM;
+	dedup_listing_init(dir, &dl);
+	for (;;) {
+		ssize_t got = getdents64(fd, raw, size);
+
+		if (got < 0)
+			return used ? (ssize_t)used : -errno;
+		if (got == 0)
+			return (ssize_t)used;
+		for (ssize_t pos = 0; pos < got;) {
+			struct dirent64 *de = (struct dirent64 *)(raw + pos);
+			unsigned char type = dedup_dtype(&dl, de->d_name, de->d_type);
+			struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)type << 12 };
+			size_t need = fuse_add_direntry(req, out + used, size - used, de->d_name, &st,
+							de->d_off);
+
+			if (need > size - used)
+				return (ssize_t)used;
+			used += need;
+			pos += de->d_reclen;
+		}
+	}
+}
+
+void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	__do_free char *out = malloc(size);
+	struct caller c;
+	ssize_t used;
+	int r;
+
+	if (!out)
+		return reply_err(req, -ENOMEM);
+	caller_load(req, &c);
+	if ((r = caller_enter(&c)))
+		return reply_err(req, r);
+	if (ino == FUSE_ROOT_ID) {
+		used = (ssize_t)root_dir_fill(req, out, size, off);
+		caller_leave();
+		return (void)fuse_reply_buf(req, out, (size_t)used);
+	}
+	pthread_mutex_lock(&h->lock);
+	if (thread_dir_listed(node_from_ino(ino)))
+		used = thread_dir_fill(req, node_from_ino(ino), out, size, off);
+	else if (lseek(h->fd, off, SEEK_SET) < 0)
+		used = -errno;
+	else
+		used = fill_entries(req, node_from_ino(ino), h->fd, out, size);
+	pthread_mutex_unlock(&h->lock);
+	caller_leave();
+	if (used < 0)
+		return reply_err(req, (int)used);
+	fuse_reply_buf(req, out, (size_t)used);
+}
+
+void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	if (ino == FUSE_ROOT_ID)
+		return (void)fuse_reply_err(req, 0);
+	close(h->fd);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	fuse_reply_err(req, 0);
+}

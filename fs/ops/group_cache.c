@@ -1,0 +1,70 @@
+#include "fs/ops/group_cache.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOTS 1024
+#define SLOT_GROUPS 32 /* callers with more are read every time */
+
+/* One writer at a time per slot (odd seq = being written); readers copy
+ * and retry if the sequence moved, so lookups never block. */
+struct slot {
+	_Atomic unsigned seq;
+	pid_t tid, tgid;
+	uid_t uid;
+	gid_t gid;
+	uint64_t expires_ns;
+	int ngroups;
+	gid_t groups[SLOT_GROUPS];
+};
+
+static struct slot slots[SLOTS];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int group_cache_get(struct caller *c)
+{
+	struct slot *s = &slots[(unsigned)c->tid % SLOTS];
+	unsigned seq;
+	int hit;
+
+	do {
+		seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		if (seq & 1)
+			return -1;
+		hit = s->tid == c->tid && s->uid == c->uid && s->gid == c->gid &&
+		      s->expires_ns > now_ns();
+		if (hit) {
+			c->tgid = s->tgid;
+			c->ngroups = s->ngroups;
+			memcpy(c->groups, s->groups, sizeof(gid_t) * (size_t)s->ngroups);
+		}
+		atomic_thread_fence(memory_order_acquire);
+	} while (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq);
+	return hit ? 0 : -1;
+}
+
+void group_cache_put(const struct caller *c)
+{
+	struct slot *s = &slots[(unsigned)c->tid % SLOTS];
+	unsigned seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	if (c->ngroups > SLOT_GROUPS || (seq & 1) ||
+	    !atomic_compare_exchange_strong(&s->seq, &seq, seq + 1))
+		return; /* someone else is writing it: skip, it is only a cache */
+	s->tid = c->tid;
+	s->tgid = c->tgid;
+	s->uid = c->uid;
+	s->gid = c->gid;
+	s->ngroups = c->ngroups;
+	memcpy(s->groups, c->groups, sizeof(gid_t) * (size_t)c->ngroups);
+	s->expires_ns = now_ns() + GROUP_CACHE_TTL_MS * 1000000ULL;
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}

@@ -1,0 +1,75 @@
+/* Keeps the kernel's caches honest when processes change: the name of a
+ * leader that exited is dropped (it is cached only while its leader lives),
+ * and a process whose uid or gid changed has its directory's attributes
+ * dropped. Called from the event listener thread, and from a request that
+ * found a process gone before its exit event (entry.c). */
+#include "fs/ops/invalidate.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cache/proc_events.h"
+
+static struct fuse_session *session;
+
+/* The kernel has an inode for this pid only if we hold a node for it. */
+static struct node *known_pid_node(pid_t pid, char *name, size_t len)
+{
+	snprintf(name, len, "%d", pid);
+	return node_find_get(node_root(), name, NULL);
+}
+
+/* A name the kernel looks up after the exit event was applied is not
+ * cached (fs/ops/entry.c, process_cacheable), so only one looked up before can
+ * need dropping, and that one has a node. */
+static int pid_named(pid_t pid)
+{
+	char name[16];
+	struct node *n = known_pid_node(pid, name, sizeof(name));
+
+	if (n)
+		node_forget(n, 1);
+	return n != NULL;
+}
+
+int invalidate_process_name(struct node *n)
+{
+	if (atomic_exchange(&n->name_dropped, true))
+		return -EALREADY;
+	/* From a request too: it holds no lock on the root, and any lookup
+	 * there that this waits for is answered by another worker. */
+	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, n->name, strlen(n->name));
+	return 0;
+}
+
+static void on_leader_exited(pid_t tgid)
+{
+	char name[16];
+	struct node *n = known_pid_node(tgid, name, sizeof(name));
+
+	if (!n)
+		return;
+	invalidate_process_name(n);
+	node_forget(n, 1);
+}
+
+static void on_creds_changed(pid_t pid)
+{
+	char name[16];
+	struct node *n = known_pid_node(pid, name, sizeof(name));
+
+	if (!n)
+		return;
+	fuse_lowlevel_notify_inval_inode(session, node_ino(n), -1, 0);
+	node_forget(n, 1);
+}
+
+void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
+{
+	session = se;
+	hooks->named = pid_named;
+	hooks->leader_exited = on_leader_exited;
+	hooks->creds_changed = on_creds_changed;
+}

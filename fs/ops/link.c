@@ -1,0 +1,183 @@
+/* Links: readlink, the caller-relative "self" links, and the hidden targets
+ * of relative link texts ("socket:[N]", "pipe:[N]", "net:[N]"...).
+ *
+ * Over FUSE an fd entry can only be a plain symlink. The kernel resolves its
+ * relative text inside the link's directory, so answering that lookup (it is
+ * never listed) with the real target's attributes gives stat() callers such
+ * as lsof and ps the true type, inode, size and rdev.
+ */
+#include "fs/ops/link.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache/link_hints.h"
+#include "cache/pid_view.h"
+#include "fs/cleanup.h"
+#include "fs/ops/caller.h"
+#include "fs/ops/dedup.h"
+#include "fs/ops/entry.h"
+#include "fs/ops/names.h"
+#include "fs/ops/ops.h"
+#include "fs/ops/settings.h"
+
+static int link_text(const char *path, char *buf, size_t len)
+{
+	ssize_t n = readlinkat(pf.srcfd, path, buf, len - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int link_has_text(const char *path, const char *text)
+{
+	char buf[PATH_MAX];
+
+	return link_text(path, buf, sizeof(buf)) == 0 && !strcmp(buf, text);
+}
+
+/* Targets the kernel can take as they are, and the policy for the others:
+ * - anon inodes (eventfd, epoll, ...) have no file type, which FUSE refuses
+ *   with EIO; they are shown as regular files of size 0 with their inode;
+ * - a pipe keeps its FIFO type for stat(), but the kernel would open a FIFO
+ *   inode with fifo_open() without asking the daemon and wait forever for a
+ *   writer; its permission bits are cleared and its owner made unmappable so
+ *   that open() fails at once with EACCES, for root too (default_permissions).
+ */
+void link_target_fixup(struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
+	case 0:
+		st->st_mode |= S_IFREG;
+		break;
+	case S_IFIFO:
+		st->st_mode = S_IFIFO;
+		st->st_uid = (uid_t)-1;
+		st->st_gid = (gid_t)-1;
+		break;
+	}
+}
+
+static int target_at(const char *path, struct stat *st)
+{
+	if (fstatat(pf.srcfd, path, st, 0))
+		return -errno;
+	link_target_fixup(st);
+	return 0;
+}
+
+int link_target_stat(const struct node *n, struct stat *st)
+{
+	int r;
+
+	if (!link_has_text(n->path, n->name))
+		return -ENOENT;
+	if ((r = target_at(n->path, st)))
+		return r;
+	if ((st->st_mode & S_IFMT) != n->type)
+		return -ENOENT;
+	return node_alive(n);
+}
+
+static int try_entry(const struct node *dir, const char *entry, const char *text, char *path,
+		     size_t len, struct stat *st)
+{
+	if (child_path(dir, entry, path, len) || !link_has_text(path, text))
+		return -ENOENT;
+	return target_at(path, st);
+}
+
+/* The last readlink of this directory usually names the fd; otherwise
+ * scan it (a hint can be lost to a colliding slot or another thread). */
+int link_target_find(const struct node *dir, const char *name, char *path, size_t len,
+		     struct stat *st)
+{
+	int fd = link_hint_get(dir->serial, name);
+	__do_close int dfd = -1;
+	DIR *d;
+	struct dirent *de;
+	int r = -ENOENT;
+
+	if (fd >= 0) {
+		char entry[16];
+
+		snprintf(entry, sizeof(entry), "%d", fd);
+		if (!try_entry(dir, entry, name, path, len, st))
+			return 0;
+	}
+	dfd = openat(pf.srcfd, dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || !(d = fdopendir(dfd)))
+		return -errno;
+	move_fd(&dfd); /* closedir closes it */
+	while (r && (de = readdir(d)))
+		if (de->d_type == DT_LNK)
+			r = try_entry(dir, de->d_name, name, path, len, st);
+	closedir(d);
+	return r;
+}
+
+static int read_mirror_link(const struct node *n, char *buf, size_t len)
+{
+	int r = link_text(n->path, buf, len), fd;
+
+	/* procfs's readlink of a link whose process is gone (held, or looked
+	 * up before the exit) says ENOENT, not the ESRCH of its directory. */
+	if (node_gone(n))
+		return -ENOENT;
+	if ((r = node_error(n, r)))
+		return r;
+	fd = name_fd(n->name);
+	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))
+		link_hint_put(n->parent_serial, buf, fd);
+	return 0;
+}
+
+/* /proc/self names the caller's thread group, /proc/thread-self its thread;
+ * a caller outside the mount's pid namespace has neither (ENOENT). */
+static int read_caller_link(const struct node *n, const struct caller *c, char *buf, size_t len)
+{
+	pid_t tgid = caller_tgid(c), tid;
+
+	if (!tgid)  /* out of fds is no answer, but not "no such process" */
+		return errno == ENOENT ? -ENOENT : -errno;
+	tgid = pid_view_from_daemon(tgid);
+	tid = pid_view_from_daemon(c->tid);
+	if (!tgid || !tid)
+		return -ENOENT;
+	if (!strcmp(n->name, "self"))
+		snprintf(buf, len, "%d", tgid);
+	else
+		snprintf(buf, len, "%d/task/%d", tgid, tid);
+	return 0;
+}
+
+void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct node *n = node_from_ino(ino);
+	char buf[PATH_MAX];
+	struct caller c;
+	int r;
+
+	caller_load(req, &c);
+	if (n->kind == NODE_CALLER_LINK) {
+		r = read_caller_link(n, &c, buf, sizeof(buf));
+	} else if (n->kind == NODE_DEDUP_LINK) {
+		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
+	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
+		r = -EINVAL;
+	} else if (!(r = caller_enter(&c))) {
+		r = read_mirror_link(n, buf, sizeof(buf));
+		caller_leave();
+	}
+	if (r)
+		return reply_err(req, node_walk_error(n, r));
+	fuse_reply_readlink(req, buf);
+}

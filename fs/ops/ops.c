@@ -1,0 +1,34 @@
+/* The operation table and the session-wide settings negotiated at INIT. */
+#include "fs/ops/ops.h"
+
+#include "fs/ops/settings.h"
+#include "fs/ops/stale.h"
+
+struct procfast pf = { .srcfd = -1, .selfproc = -1 };
+
+static void (*on_connected)(void);
+
+static void pf_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* O_TRUNC reaches the source open (procfs accepts it on its writable
+	 * files) instead of becoming a separate SETATTR. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Listing the root must not stat every process. */
+	conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+	/* Never let the kernel cache symlink texts: "self" differs per caller. */
+	conn->want &= ~FUSE_CAP_CACHE_SYMLINKS;
+	if (on_connected)
+		on_connected();
+}
+
+const struct fuse_lowlevel_ops *procfast_ops(void (*connected)(void))
+{
+	static struct fuse_lowlevel_ops ops = { .init = pf_init };
+
+	on_connected = connected;
+	if (!ops.lookup)
+		stale_guard_ops(&ops);
+	return &ops;
+}

@@ -1,0 +1,134 @@
+/* The root listing, served from the TGID index instead of the source.
+ *
+ * The source's static entries (meminfo, sys, self, ...) are read once at
+ * start; the processes come from the index in ascending pid order. Offsets
+ * follow procfs's own layout: static entries keep theirs (< 256), a process
+ * sits at TGID_OFFSET + tgid, so a listing resumed at any offset continues
+ * with the next pid whatever started or exited meanwhile.
+ */
+#include "fs/ops/root_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/proc_events.h"
+#include "cache/tgid_index.h"
+#include "fs/cleanup.h"
+#include "fs/log.h"
+#include "fs/ops/settings.h"
+
+#define TGID_OFFSET 258 /* fs/proc/base.c: FIRST_PROCESS_ENTRY + 2 */
+
+struct static_entry {
+	char name[256];
+	unsigned char type;
+	ino_t ino;
+	off_t pos;   /* offset at which this entry is read */
+	off_t next;  /* offset of the entry after it */
+};
+
+static struct static_entry *statics;
+static size_t nstatics;
+
+static int numeric(const char *s)
+{
+	return *s >= '0' && *s <= '9';
+}
+
+int root_dir_init(void)
+{
+	__do_close int fd = openat(pf.srcfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	off_t pos = 0;
+	size_t cap = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0 || !(d = fdopendir(fd)))
+		return -errno;
+	move_fd(&fd);
+	while ((de = readdir(d))) {
+		if (numeric(de->d_name)) {
+			pos = de->d_off;
+			continue;
+		}
+		if (nstatics == cap) {
+			struct static_entry *more = realloc(statics, (cap = cap ? cap * 2 : 64) * sizeof(*more));
+
+			if (!more) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			statics = more;
+		}
+		struct static_entry *e = &statics[nstatics++];
+		snprintf(e->name, sizeof(e->name), "%s", de->d_name);
+		e->type = de->d_type;
+		e->ino = de->d_ino;
+		e->pos = pos;
+		e->next = de->d_off;
+		pos = de->d_off;
+	}
+	closedir(d);
+	/* The last static entry leads to the first process, whichever it is. */
+	if (nstatics && statics[nstatics - 1].next > TGID_OFFSET)
+		statics[nstatics - 1].next = TGID_OFFSET;
+	return 0;
+}
+
+void root_dir_destroy(void)
+{
+	free(statics);
+	statics = NULL;
+	nstatics = 0;
+}
+
+/* Adds one entry; 0 when the reply is full. */
+static int add(fuse_req_t req, char *out, size_t size, size_t *used, const char *name,
+	       unsigned char type, ino_t ino, off_t next)
+{
+	struct stat st = { .st_ino = ino, .st_mode = (mode_t)type << 12 };
+	size_t need = fuse_add_direntry(req, out + *used, size - *used, name, &st, next);
+
+	if (need > size - *used)
+		return 0;
+	*used += need;
+	return 1;
+}
+
+/* hidepid=invisible and =ptraceable hide the processes the caller may not
+ * trace from the listing too: the source, asked as the caller, knows. */
+static int visible(const char *name)
+{
+	struct stat st;
+
+	return pf.hide_level < 2 || fstatat(pf.srcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
+{
+	size_t used = 0;
+	char name[24];
+
+	for (size_t i = 0; i < nstatics; i++)
+		if (statics[i].pos >= off &&
+		    !add(req, out, size, &used, statics[i].name, statics[i].type, statics[i].ino,
+			 statics[i].next))
+			return used;
+	tgid_index_refresh();
+	proc_events_sync();
+	for (int64_t tgid = tgid_index_next(off > TGID_OFFSET ? (uint32_t)(off - TGID_OFFSET) : 0);
+	     tgid >= 0; tgid = tgid_index_next((uint32_t)tgid + 1)) {
+		snprintf(name, sizeof(name), "%lld", (long long)tgid);
+		if (!visible(name))
+			continue;
+		if (!add(req, out, size, &used, name, DT_DIR, (ino_t)tgid, TGID_OFFSET + tgid + 1))
+			break;
+	}
+	return used;
+}

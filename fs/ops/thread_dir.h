@@ -1,0 +1,14 @@
+/* Threads' fixed-name directories listed from templates (thread_dir.c). */
+#ifndef PROCFAST_THREAD_DIR_H
+#define PROCFAST_THREAD_DIR_H
+
+#include <fuse_lowlevel.h>
+
+#include "cache/node.h"
+
+void thread_dir_init(int same_pid_ns);
+void thread_dir_destroy(void);
+int thread_dir_listed(const struct node *dir);
+ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off);
+
+#endif
