@@ -156,7 +156,7 @@ static uint64_t first_serial(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + 2;
 }
 
-int node_table_init(void)
+int node_table_init(const struct name_class *root_cls)
 {
 	table = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	by_id = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
@@ -173,6 +173,7 @@ int node_table_init(void)
 	root->serial = 1;
 	root->kind = NODE_ROOT;
 	root->type = S_IFDIR;
+	root->cls = root_cls;
 	atomic_store(&root->nlookup, 1);
 	return 0;
 }
@@ -254,7 +255,7 @@ struct node *node_find_get(const struct node *parent, const char *name,
 
 struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
 				const struct stat *st, const struct node_identity *id,
-				const struct node_owner *owner)
+				const struct node_owner *owner, const struct name_class *cls)
 {
 	struct node *n = node_find_get(parent, name, id);
 
@@ -266,6 +267,7 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	n->parent_serial = parent->serial;
 	n->kind = id->kind;
 	n->type = id->type & S_IFMT;
+	n->cls = cls;
 	node_remember(n, st);
 	n->owner = *owner;
 	atomic_store(&n->nlookup, 1);

@@ -26,6 +26,10 @@ enum node_kind {
 	NODE_DEDUP_LINK,  /* a thread's fd/, fdinfo/ or task/ served as a link */
 };
 
+struct name_class; /* what the name is (fs/ops/name_class.h), for the operations */
+
+struct name_class;
+
 struct node {
 	struct cds_lfht_node by_name;
 	struct cds_lfht_node by_id;
@@ -34,7 +38,7 @@ struct node {
 	uint64_t parent_serial;
 	enum node_kind kind;
 	mode_t type;             /* S_IFMT the kernel was told; fixed for life */
-	unsigned char cache;     /* what the kernel may cache (fs/ops/entry.c) */
+	const struct name_class *cls; /* what the name is: decided at lookup (fs/ops/name_class.h) */
 	/* Last attributes seen: procfs still answers fstat() on an open file
 	 * whose entry or process is gone. */
 	mode_t mode;
@@ -58,7 +62,8 @@ struct node_key {
 	const char *name;
 };
 
-int node_table_init(void);
+/* root_cls: the class of the root directory. */
+int node_table_init(const struct name_class *root_cls);
 void node_table_destroy(void);
 
 struct node *node_root(void);
@@ -79,7 +84,7 @@ struct node *node_find_get(const struct node *parent, const char *name,
  * reference. */
 struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
 				const struct stat *st, const struct node_identity *id,
-				const struct node_owner *owner);
+				const struct node_owner *owner, const struct name_class *cls);
 
 /* Records st as the node's last known attributes. */
 void node_remember(struct node *n, const struct stat *st);

@@ -26,6 +26,7 @@
 #include "fs/log.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/invalidate.h"
+#include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/root_dir.h"
@@ -215,7 +216,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	mode = proc_events_start(&events, &hooks);
 	/* Threads die in fork(): the node table's resize worker and the event
 	 * threads start only in the process that serves. */
-	if (node_table_init()) {
+	if (node_table_init(name_class_root()) || name_class_check_tables()) {
 		log_err("cannot create the node table");
 		return 1;
 	}

@@ -28,6 +28,7 @@
 #include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/procfile.h"
+#include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/settings.h"
 
@@ -68,11 +69,6 @@ static pid_t group_of_thread(const struct node *dir)
 	return tgid == dir->owner.pid ? 0 : tgid;
 }
 
-static int files_name(const char *name)
-{
-	return !strcmp(name, "fd") || !strcmp(name, "fdinfo");
-}
-
 /* A thread's net/ is its network namespace's view, the leader's while both
  * are in one namespace: then it is a link too ("../../net"). */
 static int same_netns(pid_t p, pid_t t)
@@ -87,47 +83,43 @@ static int same_netns(pid_t p, pid_t t)
 	return la > 0 && la == lb && !memcmp(a, b, (size_t)la);
 }
 
-static int linked_in_thread(pid_t p, pid_t t, const char *name)
-{
-	if (files_name(name))
-		return shares_files(p, t);
-	return !strcmp(name, "net") && same_netns(p, t);
-}
-
-int dedup_child(const struct node *dir, const char *name, pid_t *tgid)
+int dedup_child(const struct node *dir, const struct name_class *cls, pid_t *tgid)
 {
 	pid_t p, t;
 
 	if (pf.no_dedup)
 		return 0;
-	if ((files_name(name) || !strcmp(name, "net")) && node_is_thread_dir(dir, &p, &t))
-		return linked_in_thread(p, t, name);
-	if (!strcmp(name, "task") && (*tgid = group_of_thread(dir)))
+	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET)) && node_is_thread_dir(dir, &p, &t))
+		return cls->flags & NC_THREAD_FILES ? shares_files(p, t) : same_netns(p, t);
+	if ((cls->flags & NC_THREADS_LINK) && (*tgid = group_of_thread(dir)))
 		return 1;
 	return 0;
 }
 
-static int link_text(const char *name, pid_t tgid, char *buf, size_t len)
+/* A thread's fd/ is "../../fd"; the task/ of a thread at the root is
+ * "../TGID/task". */
+static int link_text(const struct name_class *cls, const char *name, pid_t tgid, char *buf,
+		     size_t len)
 {
-	int r = strcmp(name, "task") ? snprintf(buf, len, "../../%s", name)
-				     : snprintf(buf, len, "../%d/task", tgid);
+	int r = cls->flags & NC_THREADS_LINK ? snprintf(buf, len, "../%d/task", tgid)
+					      : snprintf(buf, len, "../../%s", name);
 
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
 int dedup_link_text(const struct node *n, char *buf, size_t len)
 {
-	return link_text(n->name, n->owner.tgid, buf, len);
+	return link_text(n->cls, n->name, n->owner.tgid, buf, len);
 }
 
 /* A link's attributes from its directory's: owner and times stay. */
-void dedup_link_attr(const char *name, pid_t tgid, struct stat *st)
+void dedup_link_attr(const struct name_class *cls, const char *name, pid_t tgid, struct stat *st)
 {
 	char text[64];
 
 	st->st_mode = S_IFLNK | 0777;
 	st->st_nlink = 1;
-	st->st_size = link_text(name, tgid, text, sizeof(text)) ? 0 : (off_t)strlen(text);
+	st->st_size = link_text(cls, name, tgid, text, sizeof(text)) ? 0 : (off_t)strlen(text);
 	st->st_blocks = 0;
 }
 
@@ -137,6 +129,7 @@ void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
 
 	int thread = !pf.no_dedup && node_is_thread_dir(dir, &p, &t);
 
+	dl->dir = dir->cls;
 	dl->files_link = thread && shares_files(p, t);
 	dl->net_link = thread && same_netns(p, t);
 	dl->task_link = !pf.no_dedup && group_of_thread(dir) != 0;
@@ -144,8 +137,13 @@ void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
 
 unsigned char dedup_dtype(const struct dedup_listing *dl, const char *name, unsigned char type)
 {
-	if ((dl->files_link && files_name(name)) || (dl->net_link && !strcmp(name, "net")) ||
-	    (dl->task_link && !strcmp(name, "task")))
+	unsigned flags;
+
+	if (!dl->files_link && !dl->net_link && !dl->task_link)
+		return type;
+	flags = name_classify(dl->dir, name)->flags;
+	if ((dl->files_link && (flags & NC_THREAD_FILES)) || (dl->net_link && (flags & NC_THREAD_NET)) ||
+	    (dl->task_link && (flags & NC_THREADS_LINK)))
 		return DT_LNK;
 	return type;
 }

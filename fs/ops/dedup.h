@@ -7,15 +7,19 @@
 
 #include "cache/node.h"
 
-/* Whether dir/name is served as a link; for "task" it sets *tgid. */
-int dedup_child(const struct node *dir, const char *name, pid_t *tgid);
+struct name_class;
+
+/* Whether the child of dir of class cls is served as a link; for a
+ * thread's task/ it sets *tgid. */
+int dedup_child(const struct node *dir, const struct name_class *cls, pid_t *tgid);
 int dedup_link_text(const struct node *n, char *buf, size_t len);
-void dedup_link_attr(const char *name, pid_t tgid, struct stat *st);
+void dedup_link_attr(const struct name_class *cls, const char *name, pid_t tgid, struct stat *st);
 
 /* "P/task/T": sets P and T (either may be NULL). */
 int node_is_thread_dir(const struct node *dir, pid_t *tgid, pid_t *tid);
 
 struct dedup_listing {
+	const struct name_class *dir;
 	int files_link; /* fd and fdinfo listed as links */
 	int net_link;   /* net listed as a link */
 	int task_link;  /* task listed as a link */

@@ -20,6 +20,7 @@
 #include "fs/ops/dir.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/link.h"
+#include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/settings.h"
@@ -83,7 +84,7 @@ static int process_cacheable(pid_t tgid)
  * process is gone. Its fd/ and fdinfo/ count open files and fail instead. */
 static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 {
-	if (process_gone && n->type == S_IFDIR && (!strcmp(n->name, "fd") || !strcmp(n->name, "fdinfo")))
+	if (process_gone && (n->cls->flags & NC_FILE_TABLE))
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
 	node_recall(n, st);
@@ -103,7 +104,7 @@ int node_stat(struct node *n, struct stat *st)
 		r = -errno;
 	} else {
 		if (n->kind == NODE_DEDUP_LINK)
-			dedup_link_attr(n->name, n->owner.tgid, st);
+			dedup_link_attr(n->cls, n->name, n->owner.tgid, st);
 		/* a name that changed nature is another entry now */
 		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
 	}
@@ -116,142 +117,87 @@ int node_stat(struct node *n, struct stat *st)
 	return r;
 }
 
-/* Does this child name a task: a pid at the root or a tid in PID/task? */
-static pid_t task_of_child(const struct node *parent, const char *name)
-{
-	if (parent->kind == NODE_ROOT ||
-	    (parent->owner.pid && !strcmp(parent->name, "task") && strchr(parent->path, '/') ==
-	     strrchr(parent->path, '/')))
-		return name_pid(name);
-	return 0;
-}
-
-static int is_caller_link(const struct node *parent, const char *name)
-{
-	return parent->kind == NODE_ROOT && name_is_caller_link(name);
-}
-
-/* What the kernel may cache about a name and its attributes.
- *
- * Names fixed for the life of their directory (a process's "status", "sys/"
- * entries) are cached, present or absent. Names that come and go while
- * their directory lives are asked every time (tids, fdinfo/N, mappings),
- * except:
- *  - a pid at the root, cached while its leader lives: its exit event drops
- *    it (invalidate.c);
- *  - fd/N, a link whose text is always read afresh: the name may be cached
- *    but not its attributes (lstat gives the fd's current open mode);
- *  - a link target whose text names one object ("socket:[N]"): that object's
- *    attributes do not change. "anon_inode:[eventfd]" names many objects.
- * Nothing is cached inside a process that exited (a zombie, or a leader
- * whose threads live on): no event will come for its reaping. A cached name
- * of a process that exited still fails at once: every operation checks the
+/* What the kernel may cache about a name of class cls in parent: the
+ * class's life, narrowed by the state of the process it belongs to. Nothing
+ * is cached inside a process that exited (a zombie, or a leader whose
+ * threads live on): no event will come for its reaping. A cached name of a
+ * process that exited still fails at once: every operation checks the
  * process generation. */
-enum cache_class {
-	CACHE_ALL,          /* the name, present or absent, and its attributes */
-	CACHE_PRESENT,      /* the name while present, and its attributes */
-	CACHE_PRESENT_NAME, /* the name while present; attributes asked every time */
-	CACHE_NONE,
-};
-
-static enum cache_class cache_class(const struct node *parent, const char *name, enum node_kind kind)
+static enum name_life life_in(const struct node *parent, const struct name_class *cls,
+			      const char *name)
 {
-	if (kind == NODE_LINK_TARGET || name_is_link_text(name))
-		return name_is_one_object(name) ? CACHE_PRESENT : CACHE_NONE;
-	if (parent->kind == NODE_ROOT && name[0] >= '0' && name[0] <= '9')
-		return process_cacheable(name_pid(name)) ? CACHE_PRESENT : CACHE_NONE;
+	if (cls->life == LIFE_OBJECT || cls->life == LIFE_NONE)
+		return cls->life;
+	if (cls->life == LIFE_PROCESS) /* its exit event drops it (invalidate.c) */
+		return process_cacheable(name_pid(name)) ? LIFE_PROCESS : LIFE_NONE;
 	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
-		return CACHE_NONE;
-	if (!parent->owner.pid)
-		return CACHE_ALL;
-	if (!strcmp(parent->name, "fd"))
-		return CACHE_PRESENT_NAME;
-	if (!strcmp(parent->name, "fdinfo") || !strcmp(parent->name, "map_files") ||
-	    !strcmp(parent->name, "task"))
-		return CACHE_NONE;
-	return CACHE_ALL;
+		return LIFE_NONE;
+	return cls->life;
 }
 
-/* Lookups of one name on several threads may set a node's class at once
- * (from the process state each saw): it is stored and read whole (atomic),
- * and a lookup's reply uses the class that lookup decided. */
-static double attr_timeout_for_class(const struct node *n, enum cache_class class)
+/* The same for a node's attributes, asked again at each getattr. */
+static double attr_timeout_for(const struct node *n)
 {
-	if (class == CACHE_NONE || class == CACHE_PRESENT_NAME ||
-	    (n->owner.tgid && !process_cacheable(n->owner.tgid)))
+	enum name_life life = n->cls->life;
+
+	if (life == LIFE_NONE || life == LIFE_NAME ||
+	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
 }
 
-static double attr_timeout_for(const struct node *n)
-{
-	return attr_timeout_for_class(n, __atomic_load_n(&n->cache, __ATOMIC_RELAXED));
-}
-
-static double entry_timeout_for(enum cache_class class)
-{
-	return class == CACHE_NONE ? 0 : pf.entry_timeout;
-}
-
 #define DEDUP_RECHECK_S 1.0
-
-static int dedup_candidate(const struct node *p, const char *name)
-{
-	return !strcmp(name, "fd") || !strcmp(name, "fdinfo") || !strcmp(name, "net") ||
-	       (!strcmp(name, "task") && p->owner.pid && !strchr(p->path, '/'));
-}
 
 static int lookup_child(struct node *p, const char *name, struct fuse_entry_param *e)
 {
+	const struct name_class *cls = name_classify(p->cls, name);
 	char path[PATH_MAX];
 	struct stat st;
 	enum node_kind kind = NODE_MIRROR;
 	struct node_owner owner = p->owner;
-	enum cache_class class;
+	enum name_life life;
 	struct node *n;
 	int r;
 
 	if ((r = node_alive(p)) || (r = child_path(p, name, path, sizeof(path))))
 		return r;
 	if (fstatat(pf.srcfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		pid_t task = task_of_child(p, name);
-
-		if (task) {
-			owner.pid = task;
+		if (cls->flags & NC_TASK) {
+			owner.pid = name_pid(name);
 			if (p->kind == NODE_ROOT)
-				owner.tgid = task;
-			if ((r = pidgen_get(task, &owner.gen)))
+				owner.tgid = owner.pid;
+			if ((r = pidgen_get(owner.pid, &owner.gen)))
 				return r;
 		}
-		if (is_caller_link(p, name))
+		if (cls->flags & NC_CALLER_LINK)
 			kind = NODE_CALLER_LINK;
-		else if (S_ISDIR(st.st_mode) && dedup_child(p, name, &owner.tgid))
+		else if (S_ISDIR(st.st_mode) && dedup_child(p, cls, &owner.tgid))
 			kind = NODE_DEDUP_LINK;
 	} else {
 		r = -errno;
-		if (r != -ENOENT || !name_is_link_text(name))
+		if (r != -ENOENT || !(cls->flags & NC_LINK_TARGET))
 			return r;
 		if ((r = link_target_find(p, name, path, sizeof(path), &st)))
 			return r;
 		kind = NODE_LINK_TARGET;
 	}
 	if (kind == NODE_DEDUP_LINK)
-		dedup_link_attr(name, owner.tgid, &st);
+		dedup_link_attr(cls, name, owner.tgid, &st);
 	n = node_get_or_insert(p, name, path, &st,
-			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner);
+			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner, cls);
 	if (!n)
 		return -ENOMEM;
-	class = cache_class(p, name, kind);
-	__atomic_store_n(&n->cache, (unsigned char)class, __ATOMIC_RELAXED);
+	life = life_in(p, cls, name);
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
-	e->attr_timeout = attr_timeout_for_class(n, class);
-	e->entry_timeout = entry_timeout_for(class);
+	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
+	e->entry_timeout = life == LIFE_NONE ? 0 : pf.entry_timeout;
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. */
-	if ((kind == NODE_DEDUP_LINK || dedup_candidate(p, name)) && e->entry_timeout > DEDUP_RECHECK_S)
+	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET | NC_THREADS_LINK)) &&
+	    e->entry_timeout > DEDUP_RECHECK_S)
 		e->entry_timeout = DEDUP_RECHECK_S;
 	return 0;
 }
@@ -270,7 +216,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return reply_err(req, r);
 	r = node_walk_error(p, lookup_child(p, name, &e));
 	caller_leave();
-	if (r == -ENOENT && cache_class(p, name, NODE_MIRROR) == CACHE_ALL) {
+	if (r == -ENOENT && life_in(p, name_classify(p->cls, name), name) == LIFE_FIXED) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = pf.entry_timeout;

@@ -21,6 +21,7 @@
 #include "fs/cleanup.h"
 #include "fs/ops/dedup.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/settings.h"
 
@@ -63,13 +64,10 @@ void thread_dir_destroy(void)
 static const char *fixed_suffix(const struct node *dir)
 {
 	pid_t p, t;
-	const char *s;
 
-	if (!enabled || dir->kind != NODE_MIRROR || !(s = thread_path_split(dir->path, &p, &t)))
+	if (!enabled || dir->kind != NODE_MIRROR || !(dir->cls->flags & NC_TEMPLATE))
 		return NULL;
-	if (!*s)
-		return s;
-	return !strcmp(s, "ns") || !strcmp(s, "attr") || !strncmp(s, "attr/", 5) ? s : NULL;
+	return thread_path_split(dir->path, &p, &t);
 }
 
 static struct template *find_template(const char *suffix)

@@ -29,10 +29,10 @@ static void setup(void)
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	table_start = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	assert(node_table_init() == 0);
+	assert(node_table_init(NULL) == 0);
 	for (int i = 0; i < NODES; i++) {
 		snprintf(name, sizeof(name), "n%d", i);
-		made[i] = node_get_or_insert(node_root(), name, name, &st, &id, &owner);
+		made[i] = node_get_or_insert(node_root(), name, name, &st, &id, &owner, NULL);
 		assert(made[i] && node_ino(made[i]) > table_start);
 	}
 }
