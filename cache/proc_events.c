@@ -488,6 +488,8 @@ static void *listen_loop(void *unused)
 		if (now_ms() - last_sweep >= SWEEP_MS) {
 			tgid_index_sweep();
 			node_table_trim();
+			if (hooks.sweep)
+				hooks.sweep();
 			last_sweep = now_ms();
 		}
 	}

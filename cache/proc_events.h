@@ -21,6 +21,9 @@ struct proc_event_hooks {
 	int (*named)(pid_t pid);
 	void (*leader_exited)(pid_t tgid);
 	void (*creds_changed)(pid_t pid);
+	/* Every few seconds, from the listener thread: what the FUSE face
+	 * keeps only while used. */
+	void (*sweep)(void);
 };
 
 struct proc_events_config {

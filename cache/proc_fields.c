@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,15 +75,16 @@ pid_t status_tgid(const char *text)
 	return errno || tgid > INT_MAX ? 0 : (pid_t)tgid;
 }
 
-int status_groups(const char *text, gid_t *groups, int max)
+/* The first max numbers after key on its line; how many were there. */
+static int status_numbers(const char *text, const char *key, uint32_t *out, int max)
 {
-	const char *p = status_line(text, "Groups:");
+	const char *p = status_line(text, key);
 	int n = 0;
 
 	if (!p)
 		return 0;
 	while (n < max) {
-		unsigned long g;
+		unsigned long v;
 		char *end;
 
 		while (*p == ' ' || *p == '\t')
@@ -90,11 +92,28 @@ int status_groups(const char *text, gid_t *groups, int max)
 		if (*p < '0' || *p > '9')
 			break;
 		errno = 0;
-		g = strtoul(p, &end, 10);
-		if (errno || g > UINT32_MAX)
+		v = strtoul(p, &end, 10);
+		if (errno || v > UINT32_MAX)
 			break;
-		groups[n++] = (gid_t)g;
+		out[n++] = (uint32_t)v;
 		p = end;
 	}
 	return n;
+}
+
+int status_fsids(const char *text, uid_t *fsuid, gid_t *fsgid)
+{
+	uint32_t u[4], g[4];
+
+	if (status_numbers(text, "Uid:", u, 4) != 4 || status_numbers(text, "Gid:", g, 4) != 4)
+		return -1;
+	*fsuid = u[3];
+	*fsgid = g[3];
+	return 0;
+}
+
+int status_groups(const char *text, gid_t *groups, int max)
+{
+	_Static_assert(sizeof(gid_t) == sizeof(uint32_t), "gids are 32 bits");
+	return status_numbers(text, "Groups:", (uint32_t *)groups, max);
 }

@@ -26,4 +26,8 @@ pid_t status_tgid(const char *text);
  * how many, 0 when there is no such line. */
 int status_groups(const char *text, gid_t *groups, int max);
 
+/* The filesystem uid and gid (the fourth numbers of "Uid:" and "Gid:") of a
+ * NUL-terminated PID/status text: 0, or -1 when either is missing. */
+int status_fsids(const char *text, uid_t *fsuid, gid_t *fsgid);
+
 #endif

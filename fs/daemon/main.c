@@ -29,6 +29,7 @@
 #include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/ops.h"
+#include "fs/ops/reader_ns.h"
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
 #include "fs/ops/thread_dir.h"
@@ -118,7 +119,7 @@ static int setup(const struct options *o)
 	pidgen_init(pf.indexfd, pf.same_pid_ns);
 	tgid_index_init(pf.indexfd);
 	thread_dir_init(pf.same_pid_ns);
-	if (caller_init(pf.selfproc) || root_dir_init()) {
+	if (caller_init(pf.selfproc) || reader_ns_init(pf.selfproc) || root_dir_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}
@@ -212,6 +213,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	if (fuse_set_signal_handlers(se))
 		return 1;
 	invalidate_init(se, &hooks);
+	hooks.sweep = reader_ns_trim;
 	events_config(o, &events);
 	mode = proc_events_start(&events, &hooks);
 	/* Threads die in fork(): the node table's resize worker and the event

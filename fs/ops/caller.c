@@ -213,3 +213,21 @@ void caller_leave(void)
 	setfsgid(0);
 	syscall(SYS_setgroups, (size_t)0, NULL);
 }
+
+int caller_begin(fuse_req_t req, unsigned ns_kinds, struct caller *c)
+{
+	int r;
+
+	caller_load(req, c);
+	if ((r = reader_ns_enter(c->tid, ns_kinds, &c->ns)))
+		return r;
+	if ((r = caller_enter(c)))
+		reader_ns_leave(&c->ns);
+	return r;
+}
+
+void caller_end(struct caller *c)
+{
+	caller_leave();
+	reader_ns_leave(&c->ns);
+}

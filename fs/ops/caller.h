@@ -16,6 +16,8 @@
 
 #include <fuse_lowlevel.h>
 
+#include "fs/ops/reader_ns.h"
+
 #define CALLER_MAX_GROUPS 256
 
 struct caller {
@@ -26,6 +28,7 @@ struct caller {
 	uint64_t cap_eff;
 	int ngroups;
 	gid_t groups[CALLER_MAX_GROUPS];
+	struct reader_ns ns; /* its namespaces this thread entered, and the foreign ones */
 };
 
 /* Records the daemon's own credentials; selfproc is the daemon's /proc. */
@@ -47,5 +50,12 @@ pid_t caller_tgid(const struct caller *c);
 /* Switches the calling thread to c's credentials / back to the daemon's. */
 int caller_enter(const struct caller *c);
 void caller_leave(void);
+
+/* What every operation that touches the source does first: loads the
+ * caller of req, enters its namespaces of the kinds asked (RNS bits, see
+ * reader_ns.h) and takes its credentials. 0, or -errno (EPERM when the
+ * caller's namespaces cannot be entered); caller_end undoes it. */
+int caller_begin(fuse_req_t req, unsigned ns_kinds, struct caller *c);
+void caller_end(struct caller *c);
 
 #endif

@@ -47,12 +47,11 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->fh = 0;
 		return (void)fuse_reply_open(req, fi);
 	}
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
-	caller_leave();
+	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
 	h = malloc(sizeof(*h));
@@ -103,6 +102,7 @@ static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char
 void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	struct node *n = node_from_ino(ino);
 	__do_free char *out = malloc(size);
 	struct caller c;
 	ssize_t used;
@@ -110,23 +110,22 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 
 	if (!out)
 		return reply_err(req, -ENOMEM);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	if (ino == FUSE_ROOT_ID) {
 		used = (ssize_t)root_dir_fill(req, out, size, off);
-		caller_leave();
+		caller_end(&c);
 		return (void)fuse_reply_buf(req, out, (size_t)used);
 	}
 	pthread_mutex_lock(&h->lock);
-	if (thread_dir_listed(node_from_ino(ino)))
-		used = thread_dir_fill(req, node_from_ino(ino), out, size, off);
+	if (thread_dir_listed(n))
+		used = thread_dir_fill(req, n, out, size, off);
 	else if (lseek(h->fd, off, SEEK_SET) < 0)
 		used = -errno;
 	else
-		used = fill_entries(req, node_from_ino(ino), h->fd, out, size);
+		used = fill_entries(req, n, h->fd, out, size);
 	pthread_mutex_unlock(&h->lock);
-	caller_leave();
+	caller_end(&c);
 	if (used < 0)
 		return reply_err(req, (int)used);
 	fuse_reply_buf(req, out, (size_t)used);

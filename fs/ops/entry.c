@@ -148,9 +148,9 @@ static double attr_timeout_for(const struct node *n)
 
 #define DEDUP_RECHECK_S 1.0
 
-static int lookup_child(struct node *p, const char *name, struct fuse_entry_param *e)
+static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
+			struct fuse_entry_param *e)
 {
-	const struct name_class *cls = name_classify(p->cls, name);
 	char path[PATH_MAX];
 	struct stat st;
 	enum node_kind kind = NODE_MIRROR;
@@ -205,18 +205,19 @@ static int lookup_child(struct node *p, const char *name, struct fuse_entry_para
 void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_from_ino(parent);
+	const struct name_class *cls;
 	struct fuse_entry_param e;
 	struct caller c;
 	int r;
 
 	if (p->type != S_IFDIR)
 		return reply_err(req, -ENOTDIR);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	cls = name_classify(p->cls, name);
+	if ((r = caller_begin(req, reader_ns_kinds(cls, 0), &c)))
 		return reply_err(req, r);
-	r = node_walk_error(p, lookup_child(p, name, &e));
-	caller_leave();
-	if (r == -ENOENT && life_in(p, name_classify(p->cls, name), name) == LIFE_FIXED) {
+	r = node_walk_error(p, lookup_child(p, cls, name, &e));
+	caller_end(&c);
+	if (r == -ENOENT && life_in(p, cls, name) == LIFE_FIXED) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = pf.entry_timeout;
@@ -246,12 +247,12 @@ void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	fuse_reply_none(req);
 }
 
-static int reply_stat(fuse_req_t req, struct node *n)
+static int reply_stat(fuse_req_t req, struct node *n, struct caller *c)
 {
 	struct stat st;
 	int r = node_stat(n, &st);
 
-	caller_leave();
+	caller_end(c);
 	if (r)
 		return fuse_reply_err(req, -r);
 	return fuse_reply_attr(req, &st, attr_timeout_for(n));
@@ -276,12 +277,13 @@ void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct caller c;
 	int r;
 
+	struct node *n = node_from_ino(ino);
+
 	if (fi && ino != FUSE_ROOT_ID) /* the root has no handle (dir.c) */
-		return reply_handle_stat(req, node_from_ino(ino), fi);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+		return reply_handle_stat(req, n, fi);
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
-	reply_stat(req, node_from_ino(ino));
+	reply_stat(req, n, &c);
 }
 
 static struct timespec time_arg(int now, struct timespec given)
@@ -338,15 +340,14 @@ void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	r = apply_setattr(n, attr, to_set, fi);
 	if (r) {
-		caller_leave();
+		caller_end(&c);
 		return reply_err(req, r);
 	}
-	reply_stat(req, n);
+	reply_stat(req, n, &c);
 }
 
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
@@ -356,11 +357,10 @@ void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct caller c;
 	int r;
 
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	r = node_walk_error(n, faccessat(pf.srcfd, n->path, mask, flags) ? -errno : node_alive(n));
-	caller_leave();
+	caller_end(&c);
 	reply_err(req, r);
 }
 
@@ -387,36 +387,43 @@ static void reply_xattr_result(fuse_req_t req, ssize_t len, int err, const char 
 		fuse_reply_buf(req, buf, (size_t)len);
 }
 
-static int xattr_path(fuse_req_t req, fuse_ino_t ino, size_t size, char *abs, char **buf)
+/* Acting as the caller of req on ino's source path abs, with a buffer of
+ * size: 0, or -errno with nothing held. caller_end(c) afterwards. */
+static int xattr_path(fuse_req_t req, fuse_ino_t ino, size_t size, char *abs, char **buf,
+		      struct caller *c)
 {
 	struct node *n = node_from_ino(ino);
-	struct caller c;
 	int r;
 
 	snprintf(abs, PATH_MAX, "%s/%s", pf.source, n->path);
 	*buf = size ? malloc(size) : NULL;
 	if (size && !*buf)
 		return -ENOMEM;
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)) || (r = node_alive(n))) {
-		caller_leave();
-		free(*buf);
-		*buf = NULL;
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), c)))
+		goto fail;
+	if ((r = node_alive(n))) {
+		caller_end(c);
+		goto fail;
 	}
+	return 0;
+fail:
+	free(*buf);
+	*buf = NULL;
 	return r;
 }
 
 void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	char abs[PATH_MAX], *buf;
+	struct caller c;
 	ssize_t len;
-	int r = xattr_path(req, ino, size, abs, &buf);
+	int r = xattr_path(req, ino, size, abs, &buf, &c);
 
 	if (r)
 		return reply_err(req, r);
 	len = lgetxattr(abs, name, buf, size);
 	r = errno;
-	caller_leave();
+	caller_end(&c);
 	reply_xattr_result(req, len, r, buf, size);
 	free(buf);
 }
@@ -426,14 +433,15 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 			 size_t size, int flags, int remove)
 {
 	char abs[PATH_MAX], *unused;
+	struct caller c;
 	int r;
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	if ((r = xattr_path(req, ino, 0, abs, &unused)))
+	if ((r = xattr_path(req, ino, 0, abs, &unused, &c)))
 		return reply_err(req, r);
 	r = (remove ? lremovexattr(abs, name) : lsetxattr(abs, name, value, size, flags)) ? -errno : 0;
-	caller_leave();
+	caller_end(&c);
 	reply_err(req, r);
 }
 
@@ -451,14 +459,15 @@ void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char abs[PATH_MAX], *buf;
+	struct caller c;
 	ssize_t len;
-	int r = xattr_path(req, ino, size, abs, &buf);
+	int r = xattr_path(req, ino, size, abs, &buf, &c);
 
 	if (r)
 		return reply_err(req, r);
 	len = llistxattr(abs, buf, size);
 	r = errno;
-	caller_leave();
+	caller_end(&c);
 	reply_xattr_result(req, len, r, buf, size);
 	free(buf);
 }

@@ -34,14 +34,18 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (pf.read_only && writes(fi->flags))
 		return reply_err(req, -EROFS);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
 		return reply_err(req, r);
+	if (c.ns.foreign) {
+		/* never the daemon's own namespace's answer for the caller's */
+		caller_end(&c);
+		return reply_err(req, -EPERM);
+	}
 	/* A link target is opened through its link, as procfs's magic links do. */
 	fd = openat(pf.srcfd, n->path, (fi->flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
 		    (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW));
 	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
-	caller_leave();
+	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
 	fi->fh = (uint64_t)fd;
@@ -75,15 +79,14 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	ssize_t n;
 	int r;
 
-	(void)ino;
 	if (!buf)
 		return reply_err(req, -ENOMEM);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
+	if ((r = caller_begin(req, node_from_ino(ino)->cls->reader_ns & RNS_ENTERABLE, &c)))
 		return reply_err(req, r);
 	n = read_at((int)fi->fh, buf, size, off);
 	r = n < 0 ? -errno : 0;
-	caller_leave();
+	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
 	fuse_reply_buf(req, buf, (size_t)n);
@@ -96,15 +99,13 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	ssize_t n;
 	int r;
 
-	(void)ino;
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, node_from_ino(ino)->cls->reader_ns & RNS_ENTERABLE, &c)))
 		return reply_err(req, r);
 	n = write_at((int)fi->fh, buf, size, off);
 	r = n < 0 ? -errno : 0;
-	caller_leave();
+	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
 	fuse_reply_write(req, (size_t)n);

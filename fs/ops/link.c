@@ -166,16 +166,16 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct caller c;
 	int r;
 
-	caller_load(req, &c);
 	if (n->kind == NODE_CALLER_LINK) {
+		caller_load(req, &c);
 		r = read_caller_link(n, &c, buf, sizeof(buf));
 	} else if (n->kind == NODE_DEDUP_LINK) {
 		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
-	} else if (!(r = caller_enter(&c))) {
+	} else if (!(r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c))) {
 		r = read_mirror_link(n, buf, sizeof(buf));
-		caller_leave();
+		caller_end(&c);
 	}
 	if (r)
 		return reply_err(req, node_walk_error(n, r));

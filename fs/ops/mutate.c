@@ -47,19 +47,19 @@ static int source_change(enum change what, const char *path, mode_t mode, dev_t 
 static void change_in(fuse_req_t req, fuse_ino_t parent, const char *name, enum change what,
 		      mode_t mode, dev_t rdev, const char *link, int flags)
 {
+	const struct node *dir = node_from_ino(parent);
 	char path[PATH_MAX];
 	struct caller c;
 	int r;
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	if ((r = child_path(node_from_ino(parent), name, path, sizeof(path))))
+	if ((r = child_path(dir, name, path, sizeof(path))))
 		return reply_err(req, r);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(dir->cls, 0), &c)))
 		return reply_err(req, r);
 	r = source_change(what, path, mode, rdev, link, flags);
-	caller_leave();
+	caller_end(&c);
 	reply_err(req, r ? r : -EPERM);
 }
 
@@ -106,11 +106,10 @@ void pf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if ((r = child_path(node_from_ino(parent), name, from, sizeof(from))) ||
 	    (r = child_path(node_from_ino(newparent), newname, to, sizeof(to))))
 		return reply_err(req, r);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(node_from_ino(parent)->cls, 0), &c)))
 		return reply_err(req, r);
 	r = renameat2(pf.srcfd, from, pf.srcfd, to, flags) ? -errno : -EPERM;
-	caller_leave();
+	caller_end(&c);
 	reply_err(req, r);
 }
 
@@ -124,10 +123,9 @@ void pf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		return reply_err(req, -EROFS);
 	if ((r = child_path(node_from_ino(newparent), newname, to, sizeof(to))))
 		return reply_err(req, r);
-	caller_load(req, &c);
-	if ((r = caller_enter(&c)))
+	if ((r = caller_begin(req, reader_ns_kinds(node_from_ino(newparent)->cls, 0), &c)))
 		return reply_err(req, r);
 	r = linkat(pf.srcfd, node_from_ino(ino)->path, pf.srcfd, to, 0) ? -errno : -EPERM;
-	caller_leave();
+	caller_end(&c);
 	reply_err(req, r);
 }

@@ -1,10 +1,11 @@
-/* status_tgid and status_groups (cache/proc_fields.c), which read a
- * caller's thread group and supplementary groups from PID/status, two ways:
+/* status_tgid, status_groups and status_fsids (cache/proc_fields.c), which
+ * read a caller's thread group, supplementary groups and filesystem ids from
+ * PID/status, two ways:
  *  - the input as the text read (truncated to the reader's buffer): never
  *    crashes, never reads past the text nor stores past max groups;
  *  - a status text built from the input (other lines with arbitrary text
- *    around a Tgid: and a Groups: line of gids from the input): the parser
- *    finds exactly that tgid and those groups. */
+ *    around a Tgid:, Uid:, Gid: and a Groups: line of ids from the input):
+ *    the parser finds exactly that tgid, those fs ids and those groups. */
 #include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@ static void parse_raw(const uint8_t *data, size_t size)
 	size_t n = size < READ_BUF - 1 ? size : READ_BUF - 1;
 	char *text = malloc(n + 1);
 	gid_t *groups = malloc(MAX_GROUPS * sizeof(gid_t));
+	uid_t u;
+	gid_t g;
 	int ng;
 
 	if (text && groups) {
@@ -29,13 +32,14 @@ static void parse_raw(const uint8_t *data, size_t size)
 		assert(status_tgid(text) >= 0);
 		ng = status_groups(text, groups, MAX_GROUPS);
 		assert(ng >= 0 && ng <= MAX_GROUPS);
+		assert(status_fsids(text, &u, &g) == 0 || status_fsids(text, &u, &g) == -1);
 	}
 	free(text);
 	free(groups);
 }
 
-/* A line of other text: never starts with "Tgid:" or "Groups:" (no
- * status line does) and holds no newline. */
+/* A line of other text: never starts with "Tgid:", "Uid:", "Gid:" or
+ * "Groups:" (no status line does) and holds no newline. */
 static size_t filler(char *out, const uint8_t *data, size_t size)
 {
 	size_t n = 0;
@@ -53,18 +57,24 @@ static void differential(const uint8_t *data, size_t size)
 	char text[READ_BUF];
 	gid_t want[MAX_GROUPS], got[MAX_GROUPS];
 	int ngroups, got_n;
+	uint32_t fsuid, fsgid;
+	uid_t u;
+	gid_t g;
 	pid_t tgid;
 	size_t len = 0;
 
-	if (size < 5)
+	if (size < 13)
 		return;
 	memcpy(&tgid, data, 4);
+	memcpy(&fsuid, data + 4, 4);
+	memcpy(&fsgid, data + 8, 4);
 	tgid &= 0x7fffffff;
-	ngroups = data[4] % (MAX_GROUPS + 1);
-	data += 5;
-	size -= 5;
+	ngroups = data[12] % (MAX_GROUPS + 1);
+	data += 13;
+	size -= 13;
 	len += filler(text + len, data, size);
 	len += (size_t)sprintf(text + len, "Tgid:\t%d\n", tgid);
+	len += (size_t)sprintf(text + len, "Uid:\t1\t2\t3\t%u\nGid:\t4\t5\t6\t%u\n", fsuid, fsgid);
 	len += filler(text + len, data + size / 2, size - size / 2);
 	len += (size_t)sprintf(text + len, "Groups:");
 	for (int i = 0; i < ngroups; i++) {
@@ -79,6 +89,7 @@ static void differential(const uint8_t *data, size_t size)
 	len += filler(text + len, data, size);
 	text[len] = '\0';
 	assert(status_tgid(text) == tgid);
+	assert(status_fsids(text, &u, &g) == 0 && u == fsuid && g == fsgid);
 	got_n = status_groups(text, got, MAX_GROUPS);
 	assert(got_n == ngroups);
 	assert(!memcmp(got, want, sizeof(gid_t) * (size_t)ngroups));
