@@ -18,6 +18,16 @@ BIN = os.environ.get("PROCFAST_BIN", os.path.join(ROOT, "build", "procfast"))
 HELPERS = os.environ.get("PROCFAST_HELPERS", os.path.join(os.path.dirname(BIN), "tests"))
 
 
+def is_ns_helper(pid):
+    """A server's maker of helper processes, or one of them (fs/ops/ns_helper.h): a
+    process of the daemon's that is neither supervisor nor server."""
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip() == "procfast-nsh"
+    except OSError:
+        return False
+
+
 class Mount:
     """One procfast daemon in the foreground (-f) on a fresh directory; `prefix` is a
     command that runs it (nsenter into a pid namespace, say)."""
@@ -47,9 +57,10 @@ class Mount:
         daemon itself with -o norestart."""
         deadline = time.time() + 10
         while True:
-            kids = open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)).read()
-            if kids.split():
-                return int(kids.split()[0])
+            kids = [int(k) for k in open("/proc/%d/task/%d/children" % (
+                self.proc.pid, self.proc.pid)).read().split() if not is_ns_helper(int(k))]
+            if kids:
+                return kids[0]
             if self.proc.poll() is not None or time.time() > deadline:
                 return self.proc.pid
             time.sleep(0.02)

@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import time
 
+from conftest import is_ns_helper
+
 # The PATH mount(8) gives helpers when it sanitizes the environment: only the
 # system's directories, so the daemon is the procfast installed there.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -57,7 +59,7 @@ def daemons(mountpoint):
         except OSError:
             continue
         if os.path.basename(exe).startswith("procfast") and mountpoint.encode() in args \
-                and alive(int(name)):
+                and alive(int(name)) and not is_ns_helper(int(name)):
             found.append(int(name))
     return found
 

@@ -478,15 +478,18 @@ def listing_converges(ns, timeout=5):
 
 
 def same_heads(ns, pids):
-    """cmdline and the first status lines of each pid, read by 8 threads at once (so the
-    daemon wants more workers than it can start), as the mount and the source give them."""
+    """cmdline, comm and the first lines of limits of each pid, read by 8 threads at once
+    (so the daemon wants more workers than it can start), as the mount and the source
+    give them. (Not status: its Uid lines are in the reader's user namespace, which the
+    daemon cannot learn of a reader outside its pid namespace, as the test is:
+    test_reader_ns.py.)"""
     from concurrent.futures import ThreadPoolExecutor
 
     def head(base, pid):
         def rd(name):
             with open(os.path.join(base, str(pid), name), "rb") as f:
                 return f.read()
-        return outcome(lambda: (rd("cmdline"), rd("status").split(b"\n")[:6]))
+        return outcome(lambda: (rd("cmdline"), rd("comm"), rd("limits").split(b"\n")[:4]))
     with ThreadPoolExecutor(8) as ex:
         got = list(ex.map(lambda p: head(ns.mount.path, p), pids))
     want = [head(ns.procfs, p) for p in pids]

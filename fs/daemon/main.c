@@ -28,6 +28,7 @@
 #include "fs/ops/invalidate.h"
 #include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
+#include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/reader_ns.h"
 #include "fs/ops/root_dir.h"
@@ -106,9 +107,9 @@ static int setup(const struct options *o)
 	pf.attr_timeout = o->attr_timeout;
 	if (open_source(o))
 		return -1;
-	pf.selfproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	pf.selfproc = source_own_procfs();
 	if (pf.selfproc < 0) {
-		fprintf(stderr, "procfast: /proc: %s\n", strerror(errno));
+		fprintf(stderr, "procfast: /proc: %s\n", strerror(-pf.selfproc));
 		return -1;
 	}
 	/* Worker threads start with no supplementary groups and take the
@@ -201,6 +202,13 @@ static void events_config(const struct options *o, struct proc_events_config *ev
 	events->fallback_ms = o->scan_ms;
 }
 
+/* What the FUSE face keeps only while it is used, let go every few seconds. */
+static void sweep(void)
+{
+	reader_ns_trim();
+	ns_helper_trim();
+}
+
 /* One server: the process that answers requests, with all the threads. */
 static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		      const struct options *o, enum supervisor_role role)
@@ -210,10 +218,13 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	const char *mode;
 	int r;
 
+	/* The helpers' maker is forked while this process has one thread. */
+	if ((r = ns_helper_init(pf.srcfd, pf.selfproc)))
+		log_warn("no helpers for callers in other user or time namespaces: %s", strerror(-r));
 	if (fuse_set_signal_handlers(se))
 		return 1;
 	invalidate_init(se, &hooks);
-	hooks.sweep = reader_ns_trim;
+	hooks.sweep = sweep;
 	events_config(o, &events);
 	mode = proc_events_start(&events, &hooks);
 	/* Threads die in fork(): the node table's resize worker and the event
@@ -235,6 +246,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	 * "systemctl stop", kill, or the supervisor): a normal end. */
 	r = serve(se, cmd) < 0 ? 1 : 0;
 	proc_events_stop();
+	ns_helper_stop();
 	fuse_remove_signal_handlers(se);
 	return r;
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -170,6 +171,31 @@ static int instances_of_namespace(int nsfd, const struct source_spec *s, int fds
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	return r;
+}
+
+static int names_us(int procfs)
+{
+	char buf[32];
+	ssize_t n = readlinkat(procfs, "self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return atoi(buf) == getpid();
+}
+
+int source_own_procfs(void)
+{
+	__do_close int fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	int own;
+
+	if (fd >= 0 && names_us(fd))
+		return move_fd(&fd);
+	own = make_instance(NULL);
+	/* without the right to make one, /proc as it is (the mount's callers
+	 * are then told apart less well) */
+	return own >= 0 || fd < 0 ? own : move_fd(&fd);
 }
 
 int source_open_pidns(const char *path)

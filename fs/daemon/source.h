@@ -22,6 +22,11 @@ struct source {
 /* 0, or -1 with a one-line message printed. */
 int source_open(const struct source_spec *s, struct source *src);
 
+/* A procfs of the daemon's own pid namespace, where the pids of its
+ * requests name their callers: /proc if it is one, else a new instance (a
+ * daemon started in a pid namespace with the host's /proc). fd, or -errno. */
+int source_own_procfs(void);
+
 /* The pidns= file, checked to be one: fd, or -1 with a message printed. */
 int source_open_pidns(const char *path);
 

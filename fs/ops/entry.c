@@ -18,6 +18,7 @@
 #include "fs/ops/caller.h"
 #include "fs/ops/dedup.h"
 #include "fs/ops/dir.h"
+#include "fs/ops/file.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/link.h"
 #include "fs/ops/name_class.h"
@@ -260,10 +261,9 @@ static int reply_stat(fuse_req_t req, struct node *n, struct caller *c)
 
 /* fstat() on an open file asks about that file, which outlives its name
  * (a zombie's fdinfo/N, an exited process's status). */
-static void reply_handle_stat(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
+static void reply_handle_stat(fuse_req_t req, struct node *n, int fd)
 {
 	struct stat st;
-	int fd = n->type == S_IFDIR ? dir_handle_fd(fi) : (int)fi->fh;
 
 	if (fstat(fd, &st))
 		return reply_err(req, -errno);
@@ -274,13 +274,15 @@ static void reply_handle_stat(fuse_req_t req, struct node *n, struct fuse_file_i
 
 void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct node *n = node_from_ino(ino);
+	/* the root has no handle (dir.c); a helper's has no fd (file.c) */
+	int fd = !fi || ino == FUSE_ROOT_ID ? -1
+		 : n->type == S_IFDIR ? dir_handle_fd(fi) : open_file_fd(fi);
 	struct caller c;
 	int r;
 
-	struct node *n = node_from_ino(ino);
-
-	if (fi && ino != FUSE_ROOT_ID) /* the root has no handle (dir.c) */
-		return reply_handle_stat(req, n, fi);
+	if (fd >= 0)
+		return reply_handle_stat(req, n, fd);
 	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	reply_stat(req, n, &c);
@@ -307,9 +309,10 @@ static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
 		     to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		int r = fi ? ftruncate((int)fi->fh, attr->st_size) : -1;
+		int fd = fi ? open_file_fd(fi) : -1;
+		int r = fd >= 0 ? ftruncate(fd, attr->st_size) : -1;
 
-		if (!fi) {
+		if (fd < 0) {
 			char abs[PATH_MAX];
 
 			snprintf(abs, sizeof(abs), "%s/%s", pf.source, n->path);

@@ -5,7 +5,16 @@
  * and every file would read empty. Reads keep the caller's credentials too,
  * since procfs decides some content at read time (PID/stat hides wchan and
  * code addresses from callers that may not ptrace the task).
+ *
+ * An entry procfs evaluates in the reader's user, time or pid namespace,
+ * opened by a caller whose namespace of that kind is not the daemon's, is
+ * served by a helper process in the caller's namespaces (ns_helper.h): it
+ * opens, reads and writes there. A caller in another pid namespace gets
+ * EPERM for the entries of its active pid namespace (ns_last_pid, pid_max):
+ * a helper in it would be one of its processes.
  */
+#include "fs/ops/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,46 +23,92 @@
 #include "fs/cleanup.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/settings.h"
 
 /* Flags the source open may honour; creation is refused separately. */
 #define PASSED_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
+/* What a helper's open for each read or write keeps of them. */
+#define REOPEN_FLAGS (O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
+
+struct open_file {
+	int fd;                   /* the source file, or -1 with a helper */
+	struct ns_helper *helper; /* opens, reads and writes in the opener's namespaces */
+	int flags;                /* the source open's flags */
+};
+
+int open_file_fd(const struct fuse_file_info *fi)
+{
+	return ((const struct open_file *)(uintptr_t)fi->fh)->fd;
+}
 
 static int writes(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+static int source_flags(const struct node *n, int flags)
+{
+	/* A link target is opened through its link, as procfs's magic links do. */
+	return (flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
+	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW);
+}
+
+/* Opens n as the caller: into of->fd, or through a helper when the
+ * caller's namespaces that n depends on are not the daemon's and one
+ * thread cannot enter them. */
+static int open_as_caller(fuse_req_t req, struct node *n, struct open_file *of)
+{
+	struct caller c;
+	int r;
+
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
+		return r;
+	if (!c.ns.foreign) {
+		of->fd = openat(pf.srcfd, n->path, of->flags);
+		r = node_walk_error(n, node_error(n, of->fd < 0 ? -errno : 0));
+		caller_end(&c);
+		return r;
+	}
+	caller_end(&c);
+	/* never the daemon's own namespace's answer for the caller's */
+	if ((c.ns.foreign & RNS(RNS_PID)) || !(of->helper = ns_helper_get(c.tid)))
+		return -EPERM;
+	return node_walk_error(n, node_error(n, ns_helper_open(of->helper, c.tid, n->path,
+							       of->flags)));
+}
+
+static void open_file_free(struct open_file *of)
+{
+	if (of->fd >= 0)
+		close(of->fd);
+	ns_helper_put(of->helper);
+	free(of);
+}
+
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = node_from_ino(ino);
-	__do_close int fd = -1;
-	struct caller c;
+	struct open_file *of;
 	int r;
 
 	if (pf.read_only && writes(fi->flags))
 		return reply_err(req, -EROFS);
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
+	of = calloc(1, sizeof(*of));
+	if (!of)
+		return reply_err(req, -ENOMEM);
+	of->fd = -1;
+	of->flags = source_flags(n, fi->flags);
+	if ((r = open_as_caller(req, n, of))) {
+		open_file_free(of);
 		return reply_err(req, r);
-	if (c.ns.foreign) {
-		/* never the daemon's own namespace's answer for the caller's */
-		caller_end(&c);
-		return reply_err(req, -EPERM);
 	}
-	/* A link target is opened through its link, as procfs's magic links do. */
-	fd = openat(pf.srcfd, n->path, (fi->flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
-		    (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW));
-	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
-	caller_end(&c);
-	if (r)
-		return reply_err(req, r);
-	fi->fh = (uint64_t)fd;
+	fi->fh = (uintptr_t)of;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		return; /* interrupted: fd closes on scope exit */
-	move_fd(&fd);
+	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+		open_file_free(of);
 }
 
 /* Some procfs files are streams (no pread/pwrite: ESPIPE); for them the
@@ -74,46 +129,66 @@ static ssize_t write_at(int fd, const char *buf, size_t size, off_t off)
 
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+	struct node *n = node_from_ino(ino);
 	__do_free char *buf = malloc(size ? size : 1);
 	struct caller c;
-	ssize_t n;
+	ssize_t got;
 	int r;
 
 	if (!buf)
 		return reply_err(req, -ENOMEM);
+	if (of->helper) {
+		caller_load(req, &c);
+		got = ns_helper_read(of->helper, c.tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
+				     buf, size, off);
+		if (got < 0)
+			return reply_err(req, (int)got);
+		return (void)fuse_reply_buf(req, buf, (size_t)got);
+	}
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
-	if ((r = caller_begin(req, node_from_ino(ino)->cls->reader_ns & RNS_ENTERABLE, &c)))
+	if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
 		return reply_err(req, r);
-	n = read_at((int)fi->fh, buf, size, off);
-	r = n < 0 ? -errno : 0;
+	got = read_at(of->fd, buf, size, off);
+	r = got < 0 ? -errno : 0;
 	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
-	fuse_reply_buf(req, buf, (size_t)n);
+	fuse_reply_buf(req, buf, (size_t)got);
 }
 
 void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi)
 {
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+	struct node *n = node_from_ino(ino);
 	struct caller c;
-	ssize_t n;
+	ssize_t done;
 	int r;
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	if ((r = caller_begin(req, node_from_ino(ino)->cls->reader_ns & RNS_ENTERABLE, &c)))
+	if (of->helper) {
+		caller_load(req, &c);
+		done = ns_helper_write(of->helper, c.tid, n->path,
+				       O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)), buf, size, off);
+		if (done < 0)
+			return reply_err(req, (int)done);
+		return (void)fuse_reply_write(req, (size_t)done);
+	}
+	if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
 		return reply_err(req, r);
-	n = write_at((int)fi->fh, buf, size, off);
-	r = n < 0 ? -errno : 0;
+	done = write_at(of->fd, buf, size, off);
+	r = done < 0 ? -errno : 0;
 	caller_end(&c);
 	if (r)
 		return reply_err(req, r);
-	fuse_reply_write(req, (size_t)n);
+	fuse_reply_write(req, (size_t)done);
 }
 
 void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	close((int)fi->fh);
+	open_file_free((struct open_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

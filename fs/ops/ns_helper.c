@@ -110,7 +110,11 @@ static int become(pid_t tid)
 		return -EPERM;
 	full[0].permitted = full[0].effective = own[0].permitted;
 	full[1].permitted = full[1].effective = own[1].permitted;
-	if (syscall(SYS_capset, &self, full) || syscall(SYS_setgroups, (size_t)ngroups, groups))
+	if (syscall(SYS_capset, &self, full))
+		return -EPERM;
+	/* A namespace that denies setgroups (/proc/PID/setgroups) leaves the
+	 * helper its own groups: none (main.c), never more than the caller's. */
+	if (syscall(SYS_setgroups, (size_t)ngroups, groups) && errno != EPERM)
 		return -EPERM;
 	syscall(SYS_setfsgid, gid);
 	syscall(SYS_setfsuid, uid);
@@ -266,6 +270,7 @@ static int keep_only(int sock, int srcfd, int selfproc)
 
 static void maker_main(int sock, int srcfd, int selfproc)
 {
+	prctl(PR_SET_NAME, NS_HELPER_COMM); /* helpers inherit it */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGCHLD, SIG_IGN); /* helpers are reaped by the kernel */

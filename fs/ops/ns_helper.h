@@ -26,6 +26,10 @@
 
 struct ns_helper;
 
+/* The maker's and the helpers' command name (comm), told apart from the
+ * daemon's own processes so. */
+#define NS_HELPER_COMM "procfast-nsh"
+
 /* Starts the process that makes helpers. srcfd: the source procfs root;
  * selfproc: the daemon's /proc. Before any thread. 0 or -errno. */
 int ns_helper_init(int srcfd, int selfproc);
