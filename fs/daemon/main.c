@@ -318,11 +318,14 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	enum supervisor_role role = SERVE_FIRST, serve_only;
 	char resume_path[32] = "";
-	int resume_fd = -1, control = -1, nsfd = -1;
+	int resume_fd = -1, control = -1, nsfd = -1, r;
 	struct options o;
 	int ret = 1;
 
 	serve_only = supervisor_serve_role(&nsfd);
+	/* Before any thread or child: every process of the daemon inherits it. */
+	if ((r = privileges_drop_keyrings()) && r != -ENOSYS)
+		log_warn("cannot leave the session keyring: %s", strerror(-r));
 	if (options_parse(&args, &o) || fuse_parse_cmdline(&args, &cmd))
 		goto out;
 	if (cmd.show_help) {

@@ -4,6 +4,10 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/keyctl.h>
 
 #include "fs/log.h"
 #include "fs/ops/caller.h"
@@ -103,4 +107,13 @@ static int seal(cap_t now)
 int privileges_seal(void)
 {
 	return if_privileged(seal, "empty the bounding set");
+}
+
+int privileges_drop_keyrings(void)
+{
+	long serial = syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
+
+	if (serial < 0)
+		return -errno;
+	return syscall(SYS_keyctl, KEYCTL_SETPERM, serial, 0) ? -errno : 0;
 }

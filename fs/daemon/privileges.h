@@ -55,4 +55,12 @@ int privileges_drop(void);
  * server). 0 or -errno. */
 int privileges_seal(void);
 
+/* The daemon possesses no keyring: it joins a new anonymous session keyring
+ * that nobody may see or search. procfs's keys shows a reader the keys it
+ * may view, those it possesses among them; a daemon reading as a caller
+ * would otherwise show it the keys of the daemon's session (or of root's
+ * user session, which a process without one falls back to). Keyrings are
+ * per thread: before any thread. 0 or -errno (ENOSYS: no keys here). */
+int privileges_drop_keyrings(void);
+
 #endif

@@ -17,7 +17,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fs/cleanup.h"
@@ -25,6 +27,7 @@
 #include "fs/ops/entry.h"
 #include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
+#include "fs/ops/self_state.h"
 #include "fs/ops/settings.h"
 
 /* Flags the source open may honour; creation is refused separately. */
@@ -36,6 +39,9 @@ struct open_file {
 	int fd;                   /* the source file, or -1 with a helper */
 	struct ns_helper *helper; /* opens, reads and writes in the opener's namespaces */
 	int flags;                /* the source open's flags */
+	pthread_mutex_t lock;     /* readers of one handle, over self_text */
+	char *self_text;          /* the text its own reader gets (self_state.c) */
+	size_t self_len;
 };
 
 int open_file_fd(const struct fuse_file_info *fi)
@@ -84,6 +90,8 @@ static void open_file_free(struct open_file *of)
 	if (of->fd >= 0)
 		close(of->fd);
 	ns_helper_put(of->helper);
+	pthread_mutex_destroy(&of->lock);
+	free(of->self_text);
 	free(of);
 }
 
@@ -100,6 +108,7 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return reply_err(req, -ENOMEM);
 	of->fd = -1;
 	of->flags = source_flags(n, fi->flags);
+	pthread_mutex_init(&of->lock, NULL);
 	if ((r = open_as_caller(req, n, of))) {
 		open_file_free(of);
 		return reply_err(req, r);
@@ -127,6 +136,53 @@ static ssize_t write_at(int fd, const char *buf, size_t size, off_t off)
 	return n < 0 && errno == ESPIPE ? write(fd, buf, size) : n;
 }
 
+/* One read of the source as the caller (in its namespaces: caller_begin
+ * was made for a local file). */
+static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid, char *buf,
+			   size_t size, off_t off)
+{
+	ssize_t got;
+
+	if (of->helper)
+		return ns_helper_read(of->helper, tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
+				      buf, size, off);
+	got = read_at(of->fd, buf, size, off);
+	return got < 0 ? -errno : got;
+}
+
+/* A task reading its own state: its whole text, read at offset 0 and
+ * given as procfs gives it to the task itself; reads go on in it. */
+#define SELF_TEXT_MAX (64 * 1024)
+
+static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
+{
+	char *text = malloc(SELF_TEXT_MAX);
+	size_t len = 0;
+	ssize_t got = 1;
+
+	if (!text)
+		return -ENOMEM;
+	while (len < SELF_TEXT_MAX && (got = read_source(n, of, tid, text + len,
+							 SELF_TEXT_MAX - len, (off_t)len)) > 0)
+		len += (size_t)got;
+	if (got < 0) {
+		free(text);
+		return (int)got;
+	}
+	of->self_text = text;
+	of->self_len = self_state_fix(n, text, len);
+	return 0;
+}
+
+static size_t from_self_text(const struct open_file *of, char *buf, size_t size, off_t off)
+{
+	size_t start = (size_t)off < of->self_len ? (size_t)off : of->self_len;
+	size_t len = of->self_len - start < size ? of->self_len - start : size;
+
+	memcpy(buf, of->self_text + start, len);
+	return len;
+}
+
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
@@ -138,22 +194,27 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 
 	if (!buf)
 		return reply_err(req, -ENOMEM);
-	if (of->helper) {
-		caller_load(req, &c);
-		got = ns_helper_read(of->helper, c.tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
-				     buf, size, off);
-		if (got < 0)
-			return reply_err(req, (int)got);
-		return (void)fuse_reply_buf(req, buf, (size_t)got);
-	}
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
-	if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
+	if (of->helper)
+		caller_load(req, &c);
+	else if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
 		return reply_err(req, r);
-	got = read_at(of->fd, buf, size, off);
-	r = got < 0 ? -errno : 0;
-	caller_end(&c);
-	if (r)
-		return reply_err(req, r);
+	pthread_mutex_lock(&of->lock);
+	got = 0;
+	if (off == 0) { /* from the start: the reader's own state, or afresh */
+		free(of->self_text);
+		of->self_text = NULL;
+		if (self_state_applies(n, c.tid))
+			got = take_self_text(n, of, c.tid);
+	}
+	if (got == 0)
+		got = of->self_text ? (ssize_t)from_self_text(of, buf, size, off)
+				    : read_source(n, of, c.tid, buf, size, off);
+	pthread_mutex_unlock(&of->lock);
+	if (!of->helper)
+		caller_end(&c);
+	if (got < 0)
+		return reply_err(req, (int)got);
 	fuse_reply_buf(req, buf, (size_t)got);
 }
 

@@ -173,7 +173,7 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
-	} else if (!(r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c))) {
+	} else if (!(r = caller_begin(req, reader_ns_kinds(n->cls, 1) & RNS_ENTERABLE, &c))) {
 		r = read_mirror_link(n, buf, sizeof(buf));
 		caller_end(&c);
 	}

@@ -37,38 +37,40 @@ static const struct name_table plain_table, task_common, process_table, thread_t
 	sys_fs_table, sys_net_table, by_user_table, by_ipc_table, by_ipc_user_table,
 	thread_fixed_table;
 
-static const struct name_class plain = { &plain_table, LIFE_FIXED, 0, 0 };
+static const struct name_class plain = { &plain_table, LIFE_FIXED, 0, 0, 0 };
 
 /* Link targets in any directory that holds links (fd/, ns/, ...). */
-static const struct name_class target_one = { NULL, LIFE_OBJECT, 0, NC_LINK_TARGET };
-static const struct name_class target_many = { NULL, LIFE_NONE, 0, NC_LINK_TARGET };
+static const struct name_class target_one = { NULL, LIFE_OBJECT, 0, NC_LINK_TARGET, 0 };
+static const struct name_class target_many = { NULL, LIFE_NONE, 0, NC_LINK_TARGET, 0 };
 
 static const struct name_table plain_table = { NULL, 0, NULL, NULL, &target_many, &plain };
 
 /* --- the root ------------------------------------------------------------ */
 
-static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_TASK };
+static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_TASK, 0 };
 
 static const struct name_entry root_entries[] = {
 	/* security/keys/proc.c: proc_keys_start/next skip keys whose owner the
 	 * opener's user namespace cannot map (seq_user_ns); which keys show is
 	 * the reader's credentials (the daemon possesses none, main.c). */
-	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
-	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
-	{ "self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK } },
+	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/stat.c: btime less the reader's time namespace offset */
-	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0 } },
-	{ "sys", { &sys_table, LIFE_FIXED, 0, 0 } },
+	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
+	/* mm/swapfile.c swap_show: file paths relative to the reader's root */
+	{ "swaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "sys", { &sys_table, LIFE_FIXED, 0, 0, 0 } },
 	/* ipc/util.c sysvipc_proc_open: the opener's ipc namespace; uids in
 	 * its user namespace */
-	{ "sysvipc", { &by_ipc_user_table, LIFE_FIXED, 0, 0 } },
-	{ "thread-self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK } },
+	{ "sysvipc", { &by_ipc_user_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "thread-self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/uptime.c: timens_add_boottime */
-	{ "uptime", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0 } },
+	{ "uptime", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
 };
 static const struct name_table root_table = TABLE(root_entries, NULL, &process, &target_many, &plain);
 
-static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0 };
+static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0, 0 };
 
 /* --- a process (PID) and a thread (PID/task/TID) ------------------------- */
 
@@ -77,35 +79,43 @@ static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0 };
 static const struct name_entry task_entries[] = {
 	/* kernel/cgroup/cgroup.c proc_cgroup_show, cpuset.c proc_cpuset_show:
 	 * paths below the reader's cgroup namespace root */
-	{ "cgroup", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0 } },
-	{ "cpuset", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0 } },
+	{ "cgroup", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
+	{ "cpuset", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
+	/* base.c proc_pid_readlink: d_path, relative to the reader's root */
+	{ "cwd", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "exe", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	/* user_namespace.c uid_m_show: relative to the opener's user namespace */
-	{ "gid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
+	{ "gid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
 	/* audit loginuid in the opener's user namespace (f_cred) */
-	{ "loginuid", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
-	{ "map_files", { &volatile_table, LIFE_FIXED, 0, 0 } },
+	{ "loginuid", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "map_files", { &volatile_table, LIFE_FIXED, 0, 0, 0 } },
+	/* task_mmu.c show_map_vma: seq_file_path, relative to the reader's root */
+	{ "maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	/* show_mountinfo: a cgroup mount's root relative to the reader's cgroup ns */
-	{ "mountinfo", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0 } },
-	{ "projid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
+	{ "mountinfo", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
+	{ "numa_maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "projid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "root", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "smaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	/* array.c do_task_stat: start time plus the reader's boottime offset;
 	 * the reader's own state when it reads itself */
-	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), NC_SELF_STATE } },
+	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, SELF_STAT } },
 	/* array.c task_state: Uid/Gid in the opener's user namespace */
-	{ "status", { &plain_table, LIFE_FIXED, RNS(RNS_USER), NC_SELF_STATE } },
-	{ "uid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
-	{ "wchan", { &plain_table, LIFE_FIXED, 0, NC_SELF_STATE } },
+	{ "status", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, SELF_STATUS } },
+	{ "uid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "wchan", { &plain_table, LIFE_FIXED, 0, 0, SELF_WCHAN } },
 };
 static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NULL, &plain);
 
 static const struct name_entry process_entries[] = {
-	{ "attr", { &plain_table, LIFE_FIXED, 0, 0 } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE } },
+	{ "attr", { &plain_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
-	{ "net", { &pid_net_table, LIFE_FIXED, 0, 0 } },
-	{ "ns", { &links_table, LIFE_FIXED, 0, 0 } },
-	{ "task", { &tasks_table, LIFE_FIXED, 0, NC_THREADS_LINK } },
+	{ "net", { &pid_net_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "ns", { &links_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "task", { &tasks_table, LIFE_FIXED, 0, NC_THREADS_LINK, 0 } },
 };
 static const struct name_table process_table = TABLE(process_entries, &task_common, NULL,
 						     &target_many, &plain);
@@ -113,37 +123,40 @@ static const struct name_table process_table = TABLE(process_entries, &task_comm
 /* In a thread, fd/, fdinfo/ and net/ may be the leader's; ns/ and attr/
  * are listed from templates. */
 static const struct name_entry thread_entries[] = {
-	{ "attr", { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES } },
-	{ "net", { &pid_net_table, LIFE_FIXED, 0, NC_THREAD_NET } },
-	{ "ns", { &links_table, LIFE_FIXED, 0, NC_TEMPLATE } },
+	{ "attr", { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
+	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "net", { &pid_net_table, LIFE_FIXED, 0, NC_THREAD_NET, 0 } },
+	{ "ns", { &links_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
 };
 static const struct name_table thread_table = TABLE(thread_entries, &task_common, NULL,
 						    &target_many, &plain);
 
 /* attr/'s subdirectories (apparmor, smack...) are fixed for every thread too. */
-static const struct name_class thread_fixed = { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE };
+static const struct name_class thread_fixed = { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 };
 static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL, &target_many, &thread_fixed };
 
 /* Thread ids come and go while the process lives. */
-static const struct name_class thread = { &thread_table, LIFE_NONE, 0, NC_TASK | NC_TEMPLATE };
+static const struct name_class thread = { &thread_table, LIFE_NONE, 0, NC_TASK | NC_TEMPLATE, 0 };
 static const struct name_table tasks_table = { NULL, 0, NULL, &thread, &target_many, &plain };
 
-/* fd/N: a link whose text is read afresh; the number stays while open. */
-static const struct name_class fd_link = { NULL, LIFE_NAME, 0, 0 };
+/* fd/N: a link whose text is read afresh; the number stays while open.
+ * Its text is a path relative to the reader's root (d_path). */
+static const struct name_class fd_link = { NULL, LIFE_NAME, RNS(RNS_ROOT), 0, 0 };
 static const struct name_table fd_table = { NULL, 0, NULL, &fd_link, &target_many, &plain };
 
 /* Names that come and go while their directory lives. */
-static const struct name_class volatile_name = { NULL, LIFE_NONE, 0, 0 };
+static const struct name_class volatile_name = { NULL, LIFE_NONE, 0, 0, 0 };
 static const struct name_table fdinfo_table = { NULL, 0, NULL, &volatile_name, &target_many, &plain };
-static const struct name_table volatile_table = { NULL, 0, NULL, &volatile_name, &target_many,
-						  &volatile_name };
+/* map_files/ADDR-ADDR: links to the mapped files, relative to the reader's root */
+static const struct name_class mapped_file = { NULL, LIFE_NONE, RNS(RNS_ROOT), 0, 0 };
+static const struct name_table volatile_table = { NULL, 0, NULL, &mapped_file, &target_many,
+						  &mapped_file };
 
 /* ns/ and the like: fixed names that are links. */
 static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many, &plain };
 
-static const struct name_class pid_net = { &pid_net_table, LIFE_FIXED, RNS(RNS_USER), 0 };
+static const struct name_class pid_net = { &pid_net_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
 static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_many, &pid_net };
 
 /* --- sys/ ------------------------------------------------------------------ */
@@ -153,21 +166,21 @@ static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_ma
  * names below sys/net, their attributes and contents are the reader's
  * namespace's, and the kernel's caches, shared by every reader, keep none. */
 static const struct name_class sys_net_name = { &sys_net_table, LIFE_NONE, RNS(RNS_NET),
-						NC_NAMES_VARY };
+						NC_NAMES_VARY, 0 };
 static const struct name_table sys_net_table = { NULL, 0, NULL, NULL, NULL, &sys_net_name };
 
 /* Whole subtrees in one namespace. */
-static const struct name_class by_user = { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0 };
+static const struct name_class by_user = { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
 static const struct name_table by_user_table = { NULL, 0, NULL, NULL, NULL, &by_user };
-static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0 };
+static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 };
 static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc };
 static const struct name_class by_ipc_user = { &by_ipc_user_table, LIFE_FIXED,
-					       RNS(RNS_IPC) | RNS(RNS_USER), 0 };
+					       RNS(RNS_IPC) | RNS(RNS_USER), 0, 0 };
 static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, &by_ipc_user };
 
-#define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0 }
-#define IPC { &plain_table, LIFE_FIXED, RNS(RNS_IPC), 0 }
-#define PIDNS { &plain_table, LIFE_FIXED, RNS(RNS_PID), 0 }
+#define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0, 0 }
+#define IPC { &plain_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 }
+#define PIDNS { &plain_table, LIFE_FIXED, RNS(RNS_PID), 0, 0 }
 static const struct name_entry sys_kernel_entries[] = {
 	/* ipc/ipc_sysctl.c: the ipc namespace's own table (set_lookup, is_seen) */
 	{ "auto_msgmni", IPC },
@@ -200,17 +213,17 @@ static const struct name_table sys_kernel_table = TABLE(sys_kernel_entries, NULL
 
 static const struct name_entry sys_fs_entries[] = {
 	/* ipc/mq_sysctl.c: the ipc namespace's own table */
-	{ "mqueue", { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0 } },
+	{ "mqueue", { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 } },
 };
 static const struct name_table sys_fs_table = TABLE(sys_fs_entries, NULL, NULL, NULL, &plain);
 
 static const struct name_entry sys_entries[] = {
-	{ "fs", { &sys_fs_table, LIFE_FIXED, 0, 0 } },
-	{ "kernel", { &sys_kernel_table, LIFE_FIXED, 0, 0 } },
+	{ "fs", { &sys_fs_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "kernel", { &sys_kernel_table, LIFE_FIXED, 0, 0, 0 } },
 	/* sys/net itself is in every namespace; its owner is the namespace's */
-	{ "net", { &sys_net_table, LIFE_NAME, RNS(RNS_NET), NC_NAMES_VARY } },
+	{ "net", { &sys_net_table, LIFE_NAME, RNS(RNS_NET), NC_NAMES_VARY, 0 } },
 	/* kernel/ucount.c: the user namespace's own table (set_lookup, is_seen) */
-	{ "user", { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0 } },
+	{ "user", { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
 };
 static const struct name_table sys_table = TABLE(sys_entries, NULL, NULL, NULL, &plain);
 

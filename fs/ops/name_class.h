@@ -17,6 +17,7 @@ enum reader_ns_kind {
 	RNS_UTS,
 	RNS_IPC,
 	RNS_CGROUP,
+	RNS_ROOT,  /* not a namespace: the reader's root directory (d_path) */
 	RNS_USER,
 	RNS_TIME,
 	RNS_PID,
@@ -42,8 +43,16 @@ enum name_life {
 #define NC_THREADS_LINK  0x20 /* task/ of a thread id at the root: a link to the leader's */
 #define NC_TEMPLATE      0x40 /* a thread directory listed from a template */
 #define NC_NAMES_VARY    0x80 /* names and attributes below depend on reader_ns: uncached */
-#define NC_SELF_STATE   0x100 /* a task's stat/status/wchan: the reader's own state differs */
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
+
+/* A task's files that show its state: read by the task itself through the
+ * mount, they would show it waiting for the daemon (fs/ops/self_state.c). */
+enum self_state {
+	SELF_NONE,
+	SELF_STAT,   /* stat: state (field 3), wchan (field 35) */
+	SELF_STATUS, /* status: State: */
+	SELF_WCHAN,  /* wchan */
+};
 
 struct name_table;
 
@@ -52,6 +61,7 @@ struct name_class {
 	unsigned char life;        /* enum name_life */
 	unsigned char reader_ns;   /* RNS() bits */
 	unsigned short flags;      /* NC_* */
+	unsigned char self_state;  /* enum self_state */
 };
 
 /* The class of the root directory. */

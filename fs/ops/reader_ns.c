@@ -15,62 +15,85 @@
 #include "fs/log.h"
 
 static const struct {
-	const char *file; /* in /proc/TID/ns/ */
-	int type;         /* setns's nstype */
+	const char *file; /* below /proc/TID/ */
+	int type;         /* setns's nstype; 0 for the root directory */
 } kinds[RNS_KINDS] = {
-	[RNS_NET] = { "net", CLONE_NEWNET },
-	[RNS_UTS] = { "uts", CLONE_NEWUTS },
-	[RNS_IPC] = { "ipc", CLONE_NEWIPC },
-	[RNS_CGROUP] = { "cgroup", CLONE_NEWCGROUP },
-	[RNS_USER] = { "user", CLONE_NEWUSER },
-	[RNS_TIME] = { "time", CLONE_NEWTIME },
-	[RNS_PID] = { "pid", CLONE_NEWPID },
+	[RNS_NET] = { "ns/net", CLONE_NEWNET },
+	[RNS_UTS] = { "ns/uts", CLONE_NEWUTS },
+	[RNS_IPC] = { "ns/ipc", CLONE_NEWIPC },
+	[RNS_CGROUP] = { "ns/cgroup", CLONE_NEWCGROUP },
+	[RNS_ROOT] = { "root", 0 },
+	[RNS_USER] = { "ns/user", CLONE_NEWUSER },
+	[RNS_TIME] = { "ns/time", CLONE_NEWTIME },
+	[RNS_PID] = { "ns/pid", CLONE_NEWPID },
+};
+
+/* Which one of its kind: a namespace's inode; a root directory's mount and
+ * inode (one directory may be the root of several mounts, whose paths
+ * differ). */
+struct ctx_id {
+	uint64_t ino;
+	uint64_t mnt;
 };
 
 static int self_proc = -1;
 static struct {
-	unsigned long ino; /* 0: the kernel has no such namespace kind */
-	int fd;            /* to come back to (enterable kinds) */
+	struct ctx_id id; /* ino 0: the kernel has no such namespace kind */
+	int fd;           /* to come back to (enterable kinds) */
 } daemons[RNS_KINDS];
+static int daemon_cwd = -1;
+
+/* tid's namespace (or root) of that kind, as it names it now. */
+static int id_of(const char *task, enum reader_ns_kind kind, struct ctx_id *id)
+{
+	char path[48];
+	struct statx sx;
+
+	snprintf(path, sizeof(path), "%s/%s", task, kinds[kind].file);
+	if (statx(self_proc, path, 0, STATX_INO | STATX_MNT_ID, &sx))
+		return -errno;
+	id->ino = sx.stx_ino;
+	id->mnt = kinds[kind].type ? 0 : sx.stx_mnt_id;
+	return 0;
+}
+
+static int same_id(const struct ctx_id *a, const struct ctx_id *b)
+{
+	return a->ino == b->ino && a->mnt == b->mnt;
+}
 
 int reader_ns_init(int selfproc)
 {
 	self_proc = selfproc;
+	daemon_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (int k = 0; k < RNS_KINDS; k++) {
 		char path[32];
-		struct stat st;
-		int fd;
 
-		snprintf(path, sizeof(path), "self/ns/%s", kinds[k].file);
-		fd = openat(selfproc, path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st)) {
-			if (fd >= 0)
-				close(fd);
-			daemons[k].fd = -1;
-			continue; /* no such kind here: every reader is in "the" one */
-		}
-		daemons[k].ino = st.st_ino;
 		daemons[k].fd = -1;
-		if (RNS(k) & RNS_ENTERABLE)
-			daemons[k].fd = fd;
-		else
-			close(fd);
+		if (id_of("self", k, &daemons[k].id)) {
+			daemons[k].id.ino = 0; /* no such kind here: every reader is in "the" one */
+			continue;
+		}
+		snprintf(path, sizeof(path), "self/%s", kinds[k].file);
+		if ((RNS(k) & RNS_ENTERABLE) &&
+		    (daemons[k].fd = openat(selfproc, path, O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
 	}
-	return 0;
+	return daemon_cwd < 0 ? -errno : 0;
 }
 
 unsigned long reader_ns_of(int tid, enum reader_ns_kind kind)
 {
-	char path[48];
-	struct stat st;
+	char task[16];
+	struct ctx_id id;
 
-	snprintf(path, sizeof(path), "%d/ns/%s", tid, kinds[kind].file);
-	return tid > 0 && fstatat(self_proc, path, &st, 0) == 0 ? st.st_ino : 0;
+	snprintf(task, sizeof(task), "%d", tid);
+	return tid > 0 && id_of(task, kind, &id) == 0 ? id.ino : 0;
 }
 
 int reader_ns_is_daemons(enum reader_ns_kind kind, unsigned long ino)
 {
-	return ino == daemons[kind].ino;
+	return ino == daemons[kind].id.ino;
 }
 
 /* Open namespace files by (kind, inode): an inode names one namespace for
@@ -81,7 +104,7 @@ int reader_ns_is_daemons(enum reader_ns_kind kind, unsigned long ino)
 
 static struct ns_file {
 	int kind;
-	unsigned long ino;
+	struct ctx_id id;
 	int fd;    /* -1: free slot */
 	int users; /* threads in setns() with it */
 	uint64_t used_ns;
@@ -137,48 +160,49 @@ static void close_idle(void)
 	}
 }
 
-static struct ns_file *cache_get(int kind, unsigned long ino)
+static struct ns_file *cache_get(int kind, const struct ctx_id *id)
 {
 	for (int i = 0; i < NS_CACHE_SIZE; i++)
-		if (cache[i].fd >= 0 && cache[i].kind == kind && cache[i].ino == ino)
+		if (cache[i].fd >= 0 && cache[i].kind == kind && same_id(&cache[i].id, id))
 			return &cache[i];
 	return NULL;
 }
 
-/* The namespace file of tid's namespace of kind whose inode is ino, held
- * for the caller (ns_file_put), or NULL with errno. */
-static struct ns_file *ns_file_get(int tid, int kind, unsigned long ino)
+/* The file of tid's namespace (root) of kind that is id, held for the
+ * caller (ns_file_put), or NULL with errno. */
+static struct ns_file *ns_file_get(int tid, int kind, const struct ctx_id *id)
 {
 	char path[48];
 	struct ns_file *f;
-	struct stat st;
+	struct statx sx;
 	int fd;
 
 	pthread_once(&cache_once, cache_init);
 	pthread_mutex_lock(&cache_lock);
-	f = cache_get(kind, ino);
+	f = cache_get(kind, id);
 	if (f) {
 		f->users++;
 		pthread_mutex_unlock(&cache_lock);
 		return f;
 	}
 	pthread_mutex_unlock(&cache_lock);
-	snprintf(path, sizeof(path), "%d/ns/%s", tid, kinds[kind].file);
-	fd = openat(self_proc, path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%d/%s", tid, kinds[kind].file);
+	fd = openat(self_proc, path, (kinds[kind].type ? O_RDONLY : O_PATH | O_DIRECTORY) | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	/* the caller moved between fstatat and open: not the namespace it named */
-	if (fstat(fd, &st) || st.st_ino != ino) {
+	/* the caller moved between statx and open: not the one it named */
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &sx) || sx.stx_ino != id->ino ||
+	    (!kinds[kind].type && sx.stx_mnt_id != id->mnt)) {
 		close(fd);
 		errno = ESRCH;
 		return NULL;
 	}
 	pthread_mutex_lock(&cache_lock);
 	close_idle();
-	if ((f = cache_get(kind, ino))) { /* another thread was quicker */
+	if ((f = cache_get(kind, id))) { /* another thread was quicker */
 		close(fd);
 	} else if ((f = slot_to_fill())) {
-		*f = (struct ns_file){ kind, ino, fd, 0, 0 };
+		*f = (struct ns_file){ kind, *id, fd, 0, 0 };
 	} else {
 		pthread_mutex_unlock(&cache_lock);
 		close(fd);
@@ -206,16 +230,44 @@ void reader_ns_trim(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-static int enter_one(int tid, int kind, unsigned long ino)
+/* A root directory is entered with chroot: the thread's own once it has a
+ * filesystem context of its own (threads share one until unshare). */
+static int enter_root(int fd)
 {
-	struct ns_file *f = ns_file_get(tid, kind, ino);
+	static __thread int own_fs;
+
+	if (!own_fs) {
+		if (unshare(CLONE_FS))
+			return -errno;
+		own_fs = 1;
+	}
+	return fchdir(fd) || chroot(".") ? -errno : 0;
+}
+
+static int enter(int fd, int kind)
+{
+	if (!kinds[kind].type)
+		return enter_root(fd);
+	return setns(fd, kinds[kind].type) ? -errno : 0;
+}
+
+static int enter_one(int tid, int kind, const struct ctx_id *id)
+{
+	struct ns_file *f = ns_file_get(tid, kind, id);
 	int r;
 
 	if (!f)
 		return -errno;
-	r = setns(f->fd, kinds[kind].type) ? -errno : 0;
+	r = enter(f->fd, kind);
 	ns_file_put(f);
 	return r;
+}
+
+static int leave_one(int kind)
+{
+	if (enter(daemons[kind].fd, kind))
+		return -1;
+	return kinds[kind].type || !fchdir(daemon_cwd) ? 0 : -1;
 }
 
 void reader_ns_leave(struct reader_ns *rn)
@@ -225,9 +277,8 @@ void reader_ns_leave(struct reader_ns *rn)
 			continue;
 		/* A worker left in a reader's namespace would serve the next
 		 * caller there: stop, and let the supervisor start a server. */
-		if (setns(daemons[k].fd, kinds[k].type)) {
-			log_err("cannot return to the daemon's %s namespace: %s", kinds[k].file,
-				strerror(errno));
+		if (leave_one(k)) {
+			log_err("cannot return to the daemon's %s: %s", kinds[k].file, strerror(errno));
 			abort();
 		}
 	}
@@ -236,23 +287,26 @@ void reader_ns_leave(struct reader_ns *rn)
 
 int reader_ns_enter(int tid, unsigned asked, struct reader_ns *rn)
 {
+	char task[16];
+
 	rn->entered = rn->foreign = 0;
+	snprintf(task, sizeof(task), "%d", tid);
 	for (int k = 0; k < RNS_KINDS; k++) {
-		unsigned long ino;
+		struct ctx_id id;
 		int r;
 
-		if (!(asked & RNS(k)) || !daemons[k].ino)
+		if (!(asked & RNS(k)) || !daemons[k].id.ino)
 			continue;
-		ino = reader_ns_of(tid, k);
-		if (!ino) /* an unknown caller (outside our pid namespace), or gone */
+		/* an unknown caller (outside our pid namespace), or gone */
+		if (tid <= 0 || id_of(task, k, &id))
 			goto fail;
-		if (ino == daemons[k].ino)
+		if (same_id(&id, &daemons[k].id))
 			continue;
 		if (!(RNS(k) & RNS_ENTERABLE)) {
 			rn->foreign |= RNS(k);
 			continue;
 		}
-		if ((r = enter_one(tid, k, ino))) {
+		if ((r = enter_one(tid, k, &id))) {
 			log_debug("cannot enter %d's %s namespace: %s", tid, kinds[k].file, strerror(-r));
 			goto fail;
 		}

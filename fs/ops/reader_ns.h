@@ -3,11 +3,13 @@
  * procfs evaluates some entries in the namespaces of the task that reads
  * them (fs/ops/name_class.c says which). A worker thread makes such a source
  * operation in the caller's namespaces: it enters the caller's network, uts,
- * ipc and cgroup namespaces with setns() and leaves them after. The caller's
- * namespaces are those its /proc/TID/ns/ names at the request; their files
- * are kept open by namespace inode for a few seconds of disuse, so a
- * request pays one fstatat per kind to learn the caller's, and two setns()
- * where it differs from the daemon's.
+ * ipc and cgroup namespaces with setns() and leaves them after, and takes
+ * the caller's root directory with chroot() where procfs prints paths
+ * relative to the reader's root (link texts, maps). The caller's namespaces
+ * are those its /proc/TID/ns/ names at the request, its root its
+ * /proc/TID/root; their files are kept open by identity for a few seconds
+ * of disuse, so a request pays one statx per kind to learn the caller's,
+ * and two setns() (or fchdir+chroot) where it differs from the daemon's.
  *
  * A thread of a multithreaded process cannot enter a user or time namespace
  * (setns: EINVAL/EUSERS) nor change its active pid namespace: for those the
@@ -20,7 +22,7 @@
 #include "fs/ops/name_class.h"
 
 /* Namespaces one worker thread can enter. */
-#define RNS_ENTERABLE (RNS(RNS_NET) | RNS(RNS_UTS) | RNS(RNS_IPC) | RNS(RNS_CGROUP))
+#define RNS_ENTERABLE (RNS(RNS_NET) | RNS(RNS_UTS) | RNS(RNS_IPC) | RNS(RNS_CGROUP) | RNS(RNS_ROOT))
 
 struct reader_ns {
 	unsigned entered; /* kinds this thread switched to the caller's */
