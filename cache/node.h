@@ -52,6 +52,7 @@ struct node {
 		uint64_t gen;    /* the task's generation (see pidgen.h) */
 	} owner;
 	_Atomic uint64_t nlookup;
+	_Atomic int64_t size_told; /* a regular file's size the kernel was last told */
 	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */

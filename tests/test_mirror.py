@@ -99,10 +99,12 @@ def read_whole(path, cap=None, chunk=CHUNK):
 #   sched "clock-delta": nanoseconds between two clock reads inside this very read.
 MASKS = {"sched": re.compile(rb"^clock-delta .*$", re.M)}
 
-# The walker thread's own entries describe the walker mid-read: on /proc it is running
-# ("R", stack in proc_pid_stack), through the mount it is asleep waiting for the daemon
-# ("S", stack in request_wait_answer).  Both are true; these are skipped for that one task.
-SELF_OBSERVING = {"stat", "stack", "wchan", "syscall"}
+# The walker thread's own entries that describe where its read stands: on /proc its
+# stack is in proc_pid_stack, through the mount in request_wait_answer, and its syscall
+# the one it makes then (read, or the stat the size is measured for).  Both are true;
+# these are skipped for that one task.  Its state (stat, status, wchan) is compared: the
+# mount gives it as /proc gives it to the task itself (fs/ops/self_state.c).
+SELF_OBSERVING = {"stack", "syscall"}
 
 
 def read_masked(path, cap=None, chunk=CHUNK):
@@ -126,10 +128,28 @@ def pread_at(path, offset, size=65536):
         os.close(fd)
 
 
+# procfs says size 0 of its files; procfast says a regular file's size is the length of
+# its content as the reader reads it (so that the kernel's splice and sendfile ask the
+# daemon: fs/ops/file_size.c), but for the opaque ones (binary, huge, or consumed by
+# reading), which keep procfs's.
+OPAQUE = {"mem", "pagemap", "clear_refs"}
+
+
+def content_length(path):
+    data = read_whole(path)
+    if isinstance(data, bytes):
+        return len(data)
+    return len(data[2]) if data[0] == "read-errno" else 0
+
+
 def lstat_fields(path):
     st = os.lstat(path)
+    size = st.st_size
+    if (stat.S_ISREG(st.st_mode) and path.startswith("/proc/") and size == 0
+            and os.path.basename(path) not in OPAQUE):
+        size = content_length(path)  # what the mount must say
     return {"mode": oct(st.st_mode), "uid": st.st_uid, "gid": st.st_gid,
-            "nlink": st.st_nlink, "size": st.st_size}
+            "nlink": st.st_nlink, "size": size}
 
 
 def target_fields(path):
@@ -228,12 +248,14 @@ class Walk:
             if dtype == DT_DIR:
                 self._dir(sub)
                 continue
-            self._check("lstat", sub, lstat_fields)
+            walker_own = (self.walker_tid is not None and name in SELF_OBSERVING
+                          and rel == "task/%d" % self.walker_tid)
+            if not walker_own:
+                self._check("lstat", sub, lstat_fields)
             if dtype == DT_LNK:
                 self._check("links", sub, os.readlink)
             elif dtype == DT_REG:
-                if (self.walker_tid is not None and name in SELF_OBSERVING
-                        and rel == "task/%d" % self.walker_tid):
+                if walker_own:
                     continue
                 cap = READ_CAP if name == "pagemap" else None
                 self._check("files", sub, read_masked, cap=cap)

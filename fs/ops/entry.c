@@ -19,6 +19,7 @@
 #include "fs/ops/dedup.h"
 #include "fs/ops/dir.h"
 #include "fs/ops/file.h"
+#include "fs/ops/file_size.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/link.h"
 #include "fs/ops/name_class.h"
@@ -141,7 +142,8 @@ static double attr_timeout_for(const struct node *n)
 {
 	enum name_life life = n->cls->life;
 
-	if (life == LIFE_NONE || life == LIFE_NAME ||
+	/* a size that differs by caller (file_size.c) */
+	if (life == LIFE_NONE || life == LIFE_NAME || file_size_is_content(n) ||
 	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
@@ -193,6 +195,10 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
+	if (file_size_is_content(n)) {
+		e->attr.st_size = FILE_SIZE_UNTOLD;
+		file_size_told(n, FILE_SIZE_UNTOLD);
+	}
 	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
 	e->entry_timeout = life == LIFE_NONE ? 0 : pf.entry_timeout;
 	/* Whether a thread shares its leader's files is asked again soon: a
@@ -248,27 +254,35 @@ void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	fuse_reply_none(req);
 }
 
-static int reply_stat(fuse_req_t req, struct node *n, struct caller *c)
+/* A node's attributes as the caller c (begun) sees them: fstat() on an open
+ * file asks about that file, which outlives its name (a zombie's fdinfo/N,
+ * an exited process's status); else the source's entry. A regular file's
+ * size is its content's length for c (file_size.c). */
+static int attributes(struct node *n, const struct caller *c, int fd, struct stat *st)
+{
+	int r;
+
+	if (fd < 0 && (r = node_stat(n, st)))
+		return r;
+	if (fd >= 0 && fstat(fd, st))
+		return -errno;
+	if (fd >= 0 && n->kind == NODE_LINK_TARGET)
+		link_target_fixup(st);
+	if (file_size_is_content(n)) {
+		st->st_size = file_size_count(n, c, fd);
+		file_size_told(n, st->st_size);
+	}
+	return 0;
+}
+
+static void reply_attributes(fuse_req_t req, struct node *n, struct caller *c, int fd)
 {
 	struct stat st;
-	int r = node_stat(n, &st);
+	int r = attributes(n, c, fd, &st);
 
 	caller_end(c);
 	if (r)
-		return fuse_reply_err(req, -r);
-	return fuse_reply_attr(req, &st, attr_timeout_for(n));
-}
-
-/* fstat() on an open file asks about that file, which outlives its name
- * (a zombie's fdinfo/N, an exited process's status). */
-static void reply_handle_stat(fuse_req_t req, struct node *n, int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return reply_err(req, -errno);
-	if (n->kind == NODE_LINK_TARGET)
-		link_target_fixup(&st);
+		return reply_err(req, r);
 	fuse_reply_attr(req, &st, attr_timeout_for(n));
 }
 
@@ -278,14 +292,15 @@ void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* the root has no handle (dir.c); a helper's has no fd (file.c) */
 	int fd = !fi || ino == FUSE_ROOT_ID ? -1
 		 : n->type == S_IFDIR ? dir_handle_fd(fi) : open_file_fd(fi);
-	struct caller c;
+	int content = file_size_is_content(n);
+	struct caller c = { 0 };
 	int r;
 
-	if (fd >= 0)
-		return reply_handle_stat(req, n, fd);
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+	/* a size is read as the caller, in its namespaces; an open file's
+	 * other attributes are the file's own */
+	if ((content || fd < 0) && (r = caller_begin(req, reader_ns_kinds(n->cls, content), &c)))
 		return reply_err(req, r);
-	reply_stat(req, n, &c);
+	reply_attributes(req, n, &c, fd);
 }
 
 static struct timespec time_arg(int now, struct timespec given)
@@ -350,7 +365,7 @@ void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		caller_end(&c);
 		return reply_err(req, r);
 	}
-	reply_stat(req, n, &c);
+	reply_attributes(req, n, &c, -1);
 }
 
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)

@@ -1,8 +1,8 @@
 /* File contents: every open is a source open made as the caller, every read
  * and write a pread/pwrite on it as the caller of that request.
  *
- * direct_io because procfs reports st_size 0: a cached read would stop there
- * and every file would read empty. Reads keep the caller's credentials too,
+ * direct_io because procfs makes its content at each read: nothing of it is
+ * cached (file_size.c for splice and sendfile). Reads keep the caller's credentials too,
  * since procfs decides some content at read time (PID/stat hides wchan and
  * code addresses from callers that may not ptrace the task).
  *
@@ -25,6 +25,7 @@
 #include "fs/cleanup.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/file_size.h"
 #include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/self_state.h"
@@ -116,6 +117,7 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)of;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
+	file_size_before_open(n);
 	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
 		open_file_free(of);
 }
@@ -152,25 +154,27 @@ static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid
 
 /* A task reading its own state: its whole text, read at offset 0 and
  * given as procfs gives it to the task itself; reads go on in it. */
-#define SELF_TEXT_MAX (64 * 1024)
+struct source_reader {
+	const struct node *n;
+	struct open_file *of;
+	pid_t tid;
+};
+
+static ssize_t read_for(void *ctx, char *buf, size_t size, off_t off)
+{
+	struct source_reader *r = ctx;
+
+	return read_source(r->n, r->of, r->tid, buf, size, off);
+}
 
 static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
 {
-	char *text = malloc(SELF_TEXT_MAX);
-	size_t len = 0;
-	ssize_t got = 1;
+	struct source_reader r = { n, of, tid };
+	ssize_t len = self_state_text(n, &of->self_text, read_for, &r);
 
-	if (!text)
-		return -ENOMEM;
-	while (len < SELF_TEXT_MAX && (got = read_source(n, of, tid, text + len,
-							 SELF_TEXT_MAX - len, (off_t)len)) > 0)
-		len += (size_t)got;
-	if (got < 0) {
-		free(text);
-		return (int)got;
-	}
-	of->self_text = text;
-	of->self_len = self_state_fix(n, text, len);
+	if (len < 0)
+		return (int)len;
+	of->self_len = (size_t)len;
 	return 0;
 }
 
@@ -194,6 +198,11 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 
 	if (!buf)
 		return reply_err(req, -ENOMEM);
+	/* A read for the kernel's page cache (splice, sendfile, mmap, before
+	 * the kernel's copy_splice_read for direct io) carries no lock owner:
+	 * its pages would serve every reader of the file (file_size.c). */
+	if (!fi->lock_owner)
+		return reply_err(req, -EINVAL);
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
 	if (of->helper)
 		caller_load(req, &c);

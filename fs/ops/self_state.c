@@ -9,6 +9,8 @@
  */
 #include "fs/ops/self_state.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache/pid_view.h"
@@ -67,7 +69,7 @@ static size_t fix_status(char *buf, size_t len)
 	return len - (size_t)(eol - v) + sizeof(running) - 1;
 }
 
-size_t self_state_fix(const struct node *n, char *text, size_t len)
+static size_t fix(const struct node *n, char *text, size_t len)
 {
 	switch ((enum self_state)n->cls->self_state) {
 	case SELF_STAT:
@@ -84,4 +86,24 @@ size_t self_state_fix(const struct node *n, char *text, size_t len)
 		break;
 	}
 	return len;
+}
+
+ssize_t self_state_text(const struct node *n, char **text,
+			ssize_t (*read_at)(void *ctx, char *buf, size_t size, off_t off), void *ctx)
+{
+	size_t len = 0;
+	ssize_t got = 1;
+
+	*text = malloc(SELF_TEXT_MAX);
+	if (!*text)
+		return -ENOMEM;
+	while (len < SELF_TEXT_MAX && (got = read_at(ctx, *text + len, SELF_TEXT_MAX - len,
+						    (off_t)len)) > 0)
+		len += (size_t)got;
+	if (got < 0) {
+		free(*text);
+		*text = NULL;
+		return got;
+	}
+	return (ssize_t)fix(n, *text, len);
 }
