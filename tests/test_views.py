@@ -22,10 +22,11 @@ TRIES = 8
 
 
 class Container:
-    def __init__(self):
+    def __init__(self, extra=()):
+        """extra: more namespaces for it (unshare's options)."""
         self.init = subprocess.Popen(
-            ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private",
-             os.path.join(HELPERS, "victim"), "--threads", "3"],
+            ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private"]
+            + list(extra) + [os.path.join(HELPERS, "victim"), "--threads", "3"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
         self.info = json.loads(self.init.stdout.readline())
         assert self.info["pid"] == 1, self.info
@@ -35,13 +36,13 @@ class Container:
         self.viewer = None
 
     def nsenter(self, target, cmd, **kw):
-        return subprocess.run(["nsenter", "-t", str(target), "-p", "-m", "--"] + cmd,
+        return subprocess.run(["nsenter", "-t", str(target), "-a", "--"] + cmd,
                               capture_output=True, text=True, timeout=60, **kw)
 
     def attach(self, mount):
         """A process of the namespace with a private mount namespace whose /proc is the view."""
         self.viewer = subprocess.Popen(
-            ["nsenter", "-t", str(self.host_pid), "-p", "-m", "--",
+            ["nsenter", "-t", str(self.host_pid), "-a", "--",
              "unshare", "-m", "--propagation", "private", "sleep", "3600"],
             start_new_session=True)
         deadline = time.time() + 10
