@@ -3,10 +3,11 @@
 # Idempotent; skips apt entirely when everything is already present.
 set -eu
 # dpkg-dev and file: packaging/build-deb.sh (CPack runs dpkg-shlibdeps and file);
+# busybox-static and keyutils: tests of BusyBox tools and of keys;
 # clang and its runtimes: the fuzz targets (tests/fuzz).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
-      clang libclang-rt-dev cppcheck valgrind"
+      clang libclang-rt-dev cppcheck valgrind busybox-static keyutils"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

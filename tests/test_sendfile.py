@@ -1,0 +1,150 @@
+"""sendfile, splice and copy_file_range (issue 10, point 3): from every file they give the
+bytes read() gives, or an error as procfs does, never nothing.
+
+On this kernel FUSE's splice_read for direct-io files goes through the page cache: it
+reads nothing past the size the kernel holds, and what it caches would serve every
+reader of the file. procfast refuses reads for the page cache with EINVAL (procfs's own
+answer for most files; callers fall back to read()), and says a regular file's size is
+its content's length, so that the kernel asks (fs/ops/file_size.c)."""
+import errno
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+VICTIM_FILES = ["status", "stat", "cmdline", "environ", "limits", "maps", "mountinfo",
+                "io", "net/tcp", "task/{tid}/stat"]
+ROOT_FILES = ["meminfo", "cpuinfo", "stat", "uptime", "loadavg", "version", "keys",
+              "sys/kernel/hostname", "sys/net/ipv4/ip_default_ttl", "sysvipc/shm"]
+
+
+def shape(text):
+    return [re.sub(rb"[0-9.]+", b"N", line) for line in text.split(b"\n")]
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def by_sendfile(path):
+    fd = os.open(path, os.O_RDONLY)
+    r, w = os.pipe()
+    data = b""
+    try:
+        while True:
+            n = os.sendfile(w, fd, None, 65536)
+            if n == 0:
+                return data
+            data += os.read(r, n)
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    finally:
+        for x in (fd, r, w):
+            os.close(x)
+
+
+def by_splice(path, fstat_first=False):
+    """As uutils' cat does it: fstat the input, then splice."""
+    fd = os.open(path, os.O_RDONLY)
+    r, w = os.pipe()
+    data = b""
+    try:
+        if fstat_first:
+            os.fstat(fd)
+        while True:
+            n = os.splice(fd, w, 65536)
+            if n == 0:
+                return data
+            data += os.read(r, n)
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    finally:
+        for x in (fd, r, w):
+            os.close(x)
+
+
+def by_copy_file_range(path):
+    fd = os.open(path, os.O_RDONLY)
+    with tempfile.TemporaryFile() as out:
+        try:
+            n = os.copy_file_range(fd, out.fileno(), 65536)
+            out.seek(0)
+            return out.read(n)
+        except OSError as e:
+            return errno.errorcode[e.errno]
+        finally:
+            os.close(fd)
+
+
+def files(victim):
+    tid = victim.tids[-1]
+    return ([(str(victim.pid), f.format(tid=tid)) for f in VICTIM_FILES]
+            + [("", f) for f in ROOT_FILES])
+
+
+@pytest.mark.parametrize("way", [by_sendfile, by_splice, lambda p: by_splice(p, True)],
+                         ids=["sendfile", "splice", "fstat+splice"])
+def test_splice_and_sendfile(mnt, victim, way):
+    for pid, name in files(victim):
+        real, mounted = os.path.join("/proc", pid, name), mnt.p(pid, name)
+        got, proc_got = way(mounted), way(real)
+        if isinstance(got, bytes):  # a kernel that reads direct-io files directly
+            assert got == read_all(mounted) or got[:20] == read_all(mounted)[:20], name
+            continue
+        # refused, as procfs refuses most of its files (callers read instead); where
+        # procfs splices (meminfo, mountinfo...) the mount refuses too (documented)
+        assert got == "EINVAL", (name, got)
+        assert proc_got == "EINVAL" or isinstance(proc_got, bytes), (name, proc_got)
+
+
+def test_copy_file_range(mnt, victim):
+    for pid, name in files(victim):
+        got = by_copy_file_range(mnt.p(pid, name))
+        proc_got = by_copy_file_range(os.path.join("/proc", pid, name))
+        assert got == proc_got or got == read_all(mnt.p(pid, name)), (name, got, proc_got)
+
+
+def test_busybox_cat(mnt, victim):
+    """BusyBox cat (sendfile first, read() after an error) prints every file."""
+    for pid, name in files(victim):
+        out = subprocess.run(["busybox", "cat", mnt.p(pid, name)], capture_output=True,
+                             timeout=30)
+        assert out.returncode == 0, (name, out.stderr)
+        want = read_all(mnt.p(pid, name))
+        if pid and name in ("cmdline", "environ", "limits", "status", "maps"):  # stable
+            assert out.stdout == want == read_all(os.path.join("/proc", pid, name)), name
+        else:  # numbers move between two reads
+            assert out.stdout and shape(out.stdout) == shape(want), (name, out.stdout, want)
+
+
+def test_size_is_the_contents_length(mnt, victim):
+    """A regular file's size is its content's length, so that wc -c, tail and cp give
+    what they give for the content; opaque files keep procfs's size."""
+    for name in ("cmdline", "environ", "limits", "status", "maps"):
+        real, mounted = "/proc/%d/%s" % (victim.pid, name), mnt.p(victim.pid, name)
+        content = read_all(real)
+        assert os.stat(mounted).st_size == len(content), name
+        assert subprocess.run(["wc", "-c", mounted], capture_output=True, text=True
+                              ).stdout.split()[0] == str(len(content))
+        for tail in (["tail", "-n", "2"], ["tail", "-c", "20"]):
+            assert subprocess.run(tail + [mounted], capture_output=True).stdout == \
+                subprocess.run(tail + [real], capture_output=True).stdout, (name, tail)
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(["cp", mounted, d + "/copy"], check=True)
+            assert read_all(d + "/copy") == content, name
+    for name in ("pagemap", "mem"):
+        assert os.stat(mnt.p(victim.pid, name)).st_size == 0
+
+
+def test_size_told_to_another_caller(mnt, victim):
+    """Nobody may not read the victim's environ (size 0 for it); root's sendfile of it
+    afterwards still reaches the daemon and falls back to read()."""
+    path = mnt.p(victim.pid, "environ")
+    r = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+                        "stat", "-c", "%s", path], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "0", r
+    out = subprocess.run(["busybox", "cat", path], capture_output=True, timeout=30)
+    assert out.stdout == read_all("/proc/%d/environ" % victim.pid) != b""
