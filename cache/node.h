@@ -52,7 +52,10 @@ struct node {
 		uint64_t gen;    /* the task's generation (see pidgen.h) */
 	} owner;
 	_Atomic uint64_t nlookup;
-	_Atomic int64_t size_told; /* a regular file's size the kernel was last told */
+	/* A regular file's size as the kernel holds it (fs/ops/file_size.c): */
+	_Atomic int opens;          /* open handles */
+	atomic_bool size_taken;     /* it took a reply's size (0) */
+	_Atomic int64_t hidden_size; /* where the next byte beyond is stored */
 	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */

@@ -128,28 +128,10 @@ def pread_at(path, offset, size=65536):
         os.close(fd)
 
 
-# procfs says size 0 of its files; procfast says a regular file's size is the length of
-# its content as the reader reads it (so that the kernel's splice and sendfile ask the
-# daemon: fs/ops/file_size.c), but for the opaque ones (binary, huge, or consumed by
-# reading), which keep procfs's.
-OPAQUE = {"mem", "pagemap", "clear_refs"}
-
-
-def content_length(path):
-    data = read_whole(path)
-    if isinstance(data, bytes):
-        return len(data)
-    return len(data[2]) if data[0] == "read-errno" else 0
-
-
 def lstat_fields(path):
     st = os.lstat(path)
-    size = st.st_size
-    if (stat.S_ISREG(st.st_mode) and path.startswith("/proc/") and size == 0
-            and os.path.basename(path) not in OPAQUE):
-        size = content_length(path)  # what the mount must say
     return {"mode": oct(st.st_mode), "uid": st.st_uid, "gid": st.st_gid,
-            "nlink": st.st_nlink, "size": size}
+            "nlink": st.st_nlink, "size": st.st_size}
 
 
 def target_fields(path):

@@ -120,13 +120,20 @@ def test_busybox_cat(mnt, victim):
             assert out.stdout and shape(out.stdout) == shape(want), (name, out.stdout, want)
 
 
-def test_size_is_the_contents_length(mnt, victim):
-    """A regular file's size is its content's length, so that wc -c, tail and cp give
-    what they give for the content; opaque files keep procfs's size."""
-    for name in ("cmdline", "environ", "limits", "status", "maps"):
+def test_size_is_procfss(mnt, victim):
+    """stat shows procfs's size (0), opened or not, so that wc -c, tail, cp and tar treat
+    the file as they treat a procfs file (the size the kernel holds for splice is hidden:
+    fs/ops/file_size.c)."""
+    for name in ("cmdline", "environ", "limits", "status", "maps", "pagemap"):
         real, mounted = "/proc/%d/%s" % (victim.pid, name), mnt.p(victim.pid, name)
+        assert os.stat(mounted).st_size == os.stat(real).st_size == 0, name
+        with open(mounted, "rb") as held:
+            assert os.fstat(held.fileno()).st_size == 0
+            assert os.stat(mounted).st_size == 0
+            assert os.lseek(held.fileno(), 0, os.SEEK_END) == 0
+        if name == "pagemap":
+            continue
         content = read_all(real)
-        assert os.stat(mounted).st_size == len(content), name
         assert subprocess.run(["wc", "-c", mounted], capture_output=True, text=True
                               ).stdout.split()[0] == str(len(content))
         for tail in (["tail", "-n", "2"], ["tail", "-c", "20"]):
@@ -135,16 +142,28 @@ def test_size_is_the_contents_length(mnt, victim):
         with tempfile.TemporaryDirectory() as d:
             subprocess.run(["cp", mounted, d + "/copy"], check=True)
             assert read_all(d + "/copy") == content, name
-    for name in ("pagemap", "mem"):
-        assert os.stat(mnt.p(victim.pid, name)).st_size == 0
 
 
-def test_size_told_to_another_caller(mnt, victim):
-    """Nobody may not read the victim's environ (size 0 for it); root's sendfile of it
-    afterwards still reaches the daemon and falls back to read()."""
+def test_stat_of_an_open_file_keeps_sendfile_working(mnt, victim):
+    """Another caller's stat and fstat while a file is open leave the opener's sendfile
+    asking the daemon (and falling back to read)."""
     path = mnt.p(victim.pid, "environ")
-    r = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-                        "stat", "-c", "%s", path], capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip() == "0", r
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(3):
+            assert os.stat(path).st_size == 0
+            subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup",
+                            "--clear-groups", "stat", path], check=True, capture_output=True)
+        r, w = os.pipe()
+        try:
+            os.sendfile(w, fd, None, 4096)
+            pytest.fail("sendfile gave data: the page cache was used")
+        except OSError as e:
+            assert e.errno == errno.EINVAL
+        finally:
+            os.close(r)
+            os.close(w)
+    finally:
+        os.close(fd)
     out = subprocess.run(["busybox", "cat", path], capture_output=True, timeout=30)
     assert out.stdout == read_all("/proc/%d/environ" % victim.pid) != b""

@@ -142,8 +142,7 @@ static double attr_timeout_for(const struct node *n)
 {
 	enum name_life life = n->cls->life;
 
-	/* a size that differs by caller (file_size.c) */
-	if (life == LIFE_NONE || life == LIFE_NAME || file_size_is_content(n) ||
+	if (life == LIFE_NONE || life == LIFE_NAME ||
 	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
 	return pf.attr_timeout;
@@ -195,10 +194,6 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
-	if (file_size_is_content(n)) {
-		e->attr.st_size = FILE_SIZE_UNTOLD;
-		file_size_told(n, FILE_SIZE_UNTOLD);
-	}
 	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
 	e->entry_timeout = life == LIFE_NONE ? 0 : pf.entry_timeout;
 	/* Whether a thread shares its leader's files is asked again soon: a
@@ -233,6 +228,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (r)
 		return reply_err(req, r);
+	file_size_before_reply(node_from_ino(e.ino), 0);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the caller was interrupted */
 		node_forget(node_from_ino(e.ino), 1);
 }
@@ -254,35 +250,30 @@ void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	fuse_reply_none(req);
 }
 
-/* A node's attributes as the caller c (begun) sees them: fstat() on an open
- * file asks about that file, which outlives its name (a zombie's fdinfo/N,
- * an exited process's status); else the source's entry. A regular file's
- * size is its content's length for c (file_size.c). */
-static int attributes(struct node *n, const struct caller *c, int fd, struct stat *st)
+/* A node's attributes: fstat() on an open file asks about that file, which
+ * outlives its name (a zombie's fdinfo/N, an exited process's status); else
+ * the source's entry, as the caller (begun). */
+static int attributes(struct node *n, int fd, struct stat *st)
 {
-	int r;
-
-	if (fd < 0 && (r = node_stat(n, st)))
-		return r;
-	if (fd >= 0 && fstat(fd, st))
+	if (fd < 0)
+		return node_stat(n, st);
+	if (fstat(fd, st))
 		return -errno;
-	if (fd >= 0 && n->kind == NODE_LINK_TARGET)
+	if (n->kind == NODE_LINK_TARGET)
 		link_target_fixup(st);
-	if (file_size_is_content(n)) {
-		st->st_size = file_size_count(n, c, fd);
-		file_size_told(n, st->st_size);
-	}
 	return 0;
 }
 
-static void reply_attributes(fuse_req_t req, struct node *n, struct caller *c, int fd)
+static void reply_attributes(fuse_req_t req, struct node *n, int fd, struct caller *c)
 {
 	struct stat st;
-	int r = attributes(n, c, fd, &st);
+	int r = attributes(n, fd, &st);
 
-	caller_end(c);
+	if (c)
+		caller_end(c);
 	if (r)
 		return reply_err(req, r);
+	file_size_before_reply(n, fd >= 0);
 	fuse_reply_attr(req, &st, attr_timeout_for(n));
 }
 
@@ -292,15 +283,14 @@ void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* the root has no handle (dir.c); a helper's has no fd (file.c) */
 	int fd = !fi || ino == FUSE_ROOT_ID ? -1
 		 : n->type == S_IFDIR ? dir_handle_fd(fi) : open_file_fd(fi);
-	int content = file_size_is_content(n);
-	struct caller c = { 0 };
+	struct caller c;
 	int r;
 
-	/* a size is read as the caller, in its namespaces; an open file's
-	 * other attributes are the file's own */
-	if ((content || fd < 0) && (r = caller_begin(req, reader_ns_kinds(n->cls, content), &c)))
+	if (fd >= 0)
+		return reply_attributes(req, n, fd, NULL);
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
-	reply_attributes(req, n, &c, fd);
+	reply_attributes(req, n, -1, &c);
 }
 
 static struct timespec time_arg(int now, struct timespec given)
@@ -365,7 +355,7 @@ void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		caller_end(&c);
 		return reply_err(req, r);
 	}
-	reply_attributes(req, n, &c, -1);
+	reply_attributes(req, n, -1, &c);
 }
 
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)

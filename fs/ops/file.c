@@ -117,9 +117,11 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)of;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	file_size_before_open(n);
-	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+	file_size_opening(n);
+	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
+		file_size_released(n);
 		open_file_free(of);
+	}
 }
 
 /* Some procfs files are streams (no pread/pwrite: ESPIPE); for them the
@@ -206,7 +208,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
 	if (of->helper)
 		caller_load(req, &c);
-	else if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
+	else if ((r = caller_begin(req, n->cls->reader_ns & RNS_AT_EACH_READ, &c)))
 		return reply_err(req, r);
 	pthread_mutex_lock(&of->lock);
 	got = 0;
@@ -246,7 +248,7 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 			return reply_err(req, (int)done);
 		return (void)fuse_reply_write(req, (size_t)done);
 	}
-	if ((r = caller_begin(req, n->cls->reader_ns & RNS_ENTERABLE, &c)))
+	if ((r = caller_begin(req, n->cls->reader_ns & RNS_AT_EACH_READ, &c)))
 		return reply_err(req, r);
 	done = write_at(of->fd, buf, size, off);
 	r = done < 0 ? -errno : 0;
@@ -258,7 +260,7 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 
 void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	file_size_released(node_from_ino(ino));
 	open_file_free((struct open_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

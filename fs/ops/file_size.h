@@ -1,31 +1,21 @@
-/* The size attribute of a regular file (file_size.c). */
+/* The size the kernel holds of a regular file, apart from the one shown
+ * (file_size.c). */
 #ifndef PROCFAST_FILE_SIZE_H
 #define PROCFAST_FILE_SIZE_H
 
-#include <sys/stat.h>
-#include <sys/types.h>
-
 #include "cache/node.h"
-#include "fs/ops/caller.h"
 
-/* What a lookup says of a regular file's size (never shown: its attributes
- * are not cached), so that the kernel's page-cache splice asks the daemon. */
-#define FILE_SIZE_UNTOLD (1LL << 30)
+/* Whether the kernel must hold a size above the one shown for n (0, as
+ * procfs shows it): regular files of the source. */
+int file_size_hidden(const struct node *n);
 
-/* Whether n's size is its content's length (regular files but the opaque:
- * kcore, kmsg, pagemap, mem...). */
-int file_size_is_content(const struct node *n);
+/* Before an attribute reply for n (a lookup's or getattr's; for_fd: one that
+ * answers for an open file, as lseek's SEEK_END asks): while n is open the
+ * kernel keeps the size it holds; else it takes the reply's. */
+void file_size_before_reply(struct node *n, int for_fd);
 
-/* The length of n's content as the caller c reads it (c begun with n's
- * content namespaces, caller.h), from fd if the caller holds one open, else
- * from a fresh open: 0 when it cannot be read. Bounded by FILE_SIZE_MAX. */
-off_t file_size_count(const struct node *n, const struct caller *c, int fd);
-
-/* The kernel's idea of n's size is now size (a lookup or getattr reply). */
-void file_size_told(struct node *n, off_t size);
-
-/* Before n is opened: a size of 0 told to another caller would make the
- * kernel end this caller's splice at once; it is raised again. */
-void file_size_before_open(struct node *n);
+/* n is being opened / was released. */
+void file_size_opening(struct node *n);
+void file_size_released(struct node *n);
 
 #endif

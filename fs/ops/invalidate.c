@@ -44,16 +44,13 @@ int invalidate_process_name(struct node *n)
 	return 0;
 }
 
-/* One byte stored at size - 1 grows the kernel's size. Off a page's start,
- * it never makes a page whole, so no content is cached: the next splice
- * asks (and is refused, file.c). */
-int invalidate_raise_size(const struct node *n, off_t size)
+int invalidate_store_byte(const struct node *n, off_t at)
 {
 	char byte = 0;
 	struct fuse_bufvec one = FUSE_BUFVEC_INIT(1);
 
 	one.buf[0].mem = &byte;
-	return fuse_lowlevel_notify_store(session, node_ino(n), size - 1, &one, 0);
+	return fuse_lowlevel_notify_store(session, node_ino(n), at, &one, 0);
 }
 
 static void on_leader_exited(pid_t tgid)

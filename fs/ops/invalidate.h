@@ -13,8 +13,8 @@ void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
  * 0 when this call dropped it. */
 int invalidate_process_name(struct node *n);
 
-/* Makes the kernel hold n's size as at least size (a regular file; see
- * file_size.c): 0 or -errno. */
-int invalidate_raise_size(const struct node *n, off_t size);
+/* Stores one zero byte of n at offset at in the kernel's cache, which grows
+ * the size it holds (fs/ops/file_size.c): 0 or -errno. */
+int invalidate_store_byte(const struct node *n, off_t at);
 
 #endif

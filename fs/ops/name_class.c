@@ -39,8 +39,6 @@ static const struct name_table plain_table, task_common, process_table, thread_t
 
 static const struct name_class plain = { &plain_table, LIFE_FIXED, 0, 0, 0 };
 
-/* Files whose reading is for their reader alone (file_size.c). */
-#define OPAQUE { &plain_table, LIFE_FIXED, 0, NC_OPAQUE, 0 }
 
 /* Link targets in any directory that holds links (fd/, ns/, ...). */
 static const struct name_class target_one = { NULL, LIFE_OBJECT, 0, NC_LINK_TARGET, 0 };
@@ -56,27 +54,20 @@ static const struct name_entry root_entries[] = {
 	/* security/keys/proc.c: proc_keys_start/next skip keys whose owner the
 	 * opener's user namespace cannot map (seq_user_ns); which keys show is
 	 * the reader's credentials (the daemon possesses none, main.c). */
-	{ "kcore", OPAQUE },
 	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
 	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
-	{ "kmsg", OPAQUE },
-	{ "kpagecgroup", OPAQUE },
-	{ "kpagecount", OPAQUE },
-	{ "kpageflags", OPAQUE },
 	{ "self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/stat.c: btime less the reader's time namespace offset */
 	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
 	/* mm/swapfile.c swap_show: file paths relative to the reader's root */
 	{ "swaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	{ "sys", { &sys_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "sysrq-trigger", OPAQUE },
 	/* ipc/util.c sysvipc_proc_open: the opener's ipc namespace; uids in
 	 * its user namespace */
 	{ "sysvipc", { &by_ipc_user_table, LIFE_FIXED, 0, 0, 0 } },
 	{ "thread-self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/uptime.c: timens_add_boottime */
 	{ "uptime", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
-	{ "vmcore", OPAQUE },
 };
 static const struct name_table root_table = TABLE(root_entries, NULL, &process, &target_many, &plain);
 
@@ -90,7 +81,6 @@ static const struct name_entry task_entries[] = {
 	/* kernel/cgroup/cgroup.c proc_cgroup_show, cpuset.c proc_cpuset_show:
 	 * paths below the reader's cgroup namespace root */
 	{ "cgroup", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
-	{ "clear_refs", OPAQUE },
 	{ "cpuset", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
 	/* base.c proc_pid_readlink: d_path, relative to the reader's root */
 	{ "cwd", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
@@ -102,11 +92,9 @@ static const struct name_entry task_entries[] = {
 	{ "map_files", { &volatile_table, LIFE_FIXED, 0, 0, 0 } },
 	/* task_mmu.c show_map_vma: seq_file_path, relative to the reader's root */
 	{ "maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
-	{ "mem", OPAQUE },
 	/* show_mountinfo: a cgroup mount's root relative to the reader's cgroup ns */
 	{ "mountinfo", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
 	{ "numa_maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
-	{ "pagemap", OPAQUE },
 	{ "projid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
 	{ "root", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	{ "smaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },

@@ -23,6 +23,10 @@
 
 /* Namespaces one worker thread can enter. */
 #define RNS_ENTERABLE (RNS(RNS_NET) | RNS(RNS_UTS) | RNS(RNS_IPC) | RNS(RNS_CGROUP) | RNS(RNS_ROOT))
+/* Of those, the ones procfs asks at each read and write, not only at lookup and
+ * open (a sysctl file opened in a network or ipc namespace stays that
+ * namespace's; a uts name, a cgroup path and d_path are the reader's now). */
+#define RNS_AT_EACH_READ (RNS(RNS_UTS) | RNS(RNS_CGROUP) | RNS(RNS_ROOT))
 
 struct reader_ns {
 	unsigned entered; /* kinds this thread switched to the caller's */

@@ -91,19 +91,27 @@ static size_t fix(const struct node *n, char *text, size_t len)
 ssize_t self_state_text(const struct node *n, char **text,
 			ssize_t (*read_at)(void *ctx, char *buf, size_t size, off_t off), void *ctx)
 {
-	size_t len = 0;
+	size_t len = 0, cap = 4096;
 	ssize_t got = 1;
 
-	*text = malloc(SELF_TEXT_MAX);
-	if (!*text)
-		return -ENOMEM;
-	while (len < SELF_TEXT_MAX && (got = read_at(ctx, *text + len, SELF_TEXT_MAX - len,
-						    (off_t)len)) > 0)
-		len += (size_t)got;
-	if (got < 0) {
+	*text = malloc(cap);
+	while (*text && got > 0) {
+		if (len == cap && cap < SELF_TEXT_MAX) {
+			char *more = realloc(*text, cap *= 2);
+
+			if (!more)
+				break;
+			*text = more;
+		}
+		if (len == cap)
+			break;
+		if ((got = read_at(ctx, *text + len, cap - len, (off_t)len)) > 0)
+			len += (size_t)got;
+	}
+	if (got < 0 || !*text) {
 		free(*text);
 		*text = NULL;
-		return got;
+		return got < 0 ? got : -ENOMEM;
 	}
 	return (ssize_t)fix(n, *text, len);
 }
