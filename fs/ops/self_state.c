@@ -92,26 +92,27 @@ ssize_t self_state_text(const struct node *n, char **text,
 			ssize_t (*read_at)(void *ctx, char *buf, size_t size, off_t off), void *ctx)
 {
 	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
 	ssize_t got = 1;
 
-	*text = malloc(cap);
-	while (*text && got > 0) {
-		if (len == cap && cap < SELF_TEXT_MAX) {
-			char *more = realloc(*text, cap *= 2);
-
-			if (!more)
-				break;
-			*text = more;
-		}
-		if (len == cap)
+	if (!buf)
+		return -ENOMEM;
+	while ((got = read_at(ctx, buf + len, cap - len, (off_t)len)) > 0) {
+		len += (size_t)got;
+		if (len < cap)
+			continue;
+		if (cap >= SELF_TEXT_MAX)
 			break;
-		if ((got = read_at(ctx, *text + len, cap - len, (off_t)len)) > 0)
-			len += (size_t)got;
+		char *more = realloc(buf, cap *= 2);
+
+		if (!more)
+			break;
+		buf = more;
 	}
-	if (got < 0 || !*text) {
-		free(*text);
-		*text = NULL;
-		return got < 0 ? got : -ENOMEM;
+	if (got < 0) {
+		free(buf);
+		return got;
 	}
-	return (ssize_t)fix(n, *text, len);
+	*text = buf;
+	return (ssize_t)fix(n, buf, len);
 }
