@@ -6,8 +6,9 @@
  * over the container's own /proc therefore makes the container exit 1 and
  * every `podman exec` fail. So the runtime's /proc stays a procfs, and in the
  * container's mount namespace dir becomes a recursive bind of the container's
- * root, private (nothing mounted there propagates back), with the view moved
- * over dir/proc. The workload runs chrooted into dir (procfast-enter).
+ * root, private (nothing mounted there propagates back), with the view in
+ * place of the bind's copy of the runtime's procfs at dir/proc. The workload
+ * runs chrooted into dir (procfast-enter).
  *
  * The runtime's own mounts below /proc are its masks (podman: /proc/bus, fs,
  * irq, sys and sysrq-trigger read-only; /proc/kcore, keys, timer_list ...
@@ -140,15 +141,34 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
+/* dir/path (path is absolute) in buf; -ENAMETOOLONG, reported. */
+static int inside(char buf[PATH_MAX], const char *dir, const char *path)
+{
+	if (snprintf(buf, PATH_MAX, "%s%s", dir, path) >= PATH_MAX)
+		return attach_report(path, -ENAMETOOLONG);
+	return 0;
+}
+
 static int move_onto(int tree, const char *dir, const char *path)
 {
 	char target[PATH_MAX];
+	int r = inside(target, dir, path);
 
-	if (snprintf(target, sizeof(target), "%s%s", dir, path) >= (int)sizeof(target))
-		return attach_report(path, -ENAMETOOLONG);
-	if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH))
-		return attach_report(target, -errno);
-	return 0;
+	if (!r && move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH))
+		r = attach_report(target, -errno);
+	return r;
+}
+
+/* The bind's copy of the runtime's procfs and its submounts would stay under
+ * the view, hidden: a second, useless copy of each in the mount table. */
+static int drop_copied_proc(const char *dir)
+{
+	char proc[PATH_MAX];
+	int r = inside(proc, dir, "/proc");
+
+	if (!r && umount2(proc, MNT_DETACH | UMOUNT_NOFOLLOW) && errno != EINVAL)
+		r = attach_report(proc, -errno);
+	return r;
 }
 
 static int stack_view(int view, const struct submounts *s, const char *dir)
@@ -160,6 +180,8 @@ static int stack_view(int view, const struct submounts *s, const char *dir)
 	if (mount(NULL, dir, NULL, MS_REC | MS_PRIVATE, NULL))
 		r = attach_report("making it private", -errno);
 	else
+		r = drop_copied_proc(dir);
+	if (!r)
 		r = move_onto(view, dir, "/proc");
 	for (size_t i = 0; !r && i < s->n; i++)
 		r = move_onto(s->clone[i], dir, s->path[i]);
