@@ -190,8 +190,10 @@ class Session:
         with open("/proc/self/mounts") as f:
             return [line.split()[1] for line in f if line.split()[1].startswith(self.views + "/")]
 
-    def view_daemons(self):
-        """procfast processes serving one of our views (their command line names it)."""
+    def view_daemons(self, cid=None):
+        """procfast processes serving one of our views, or container cid's (their
+        command line names it)."""
+        prefix = os.path.join(self.views, cid or "").encode()
         found = []
         for name in filter(str.isdigit, os.listdir("/proc")):
             try:
@@ -199,7 +201,7 @@ class Session:
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if any(a.startswith(self.views.encode() + b"/") for a in argv):
+            if any(a == prefix if cid else a.startswith(prefix) for a in argv):
                 found.append(int(name))
         return found
 

@@ -19,6 +19,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -27,6 +28,7 @@ from conftest import BIN, kill_tree
 from podman import Session, wait_for
 
 FUSE_MAGIC, PROC_MAGIC = "65735546", "9fa0"
+ENTRY_TIMEOUT = 1.5  # procfast's default entry_timeout (1 s), and some
 ROOT = "/.procfast-root"
 
 
@@ -61,6 +63,11 @@ def asleep(pid, comm):
 def in_state(pid, state):
     s = stat_fields(pid)
     return s is not None and s[1] == state
+
+
+def parent_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rpartition(")")[2].split()[1])
 
 
 def children(pid):
@@ -395,6 +402,33 @@ class TestOwnView:
             assert view.container.exec("/bb/true").returncode == 0
         assert view.container.exec("/bb/stat", "-f", "-c", "%t", "/proc/self/fd").stdout.strip() \
             == PROC_MAGIC
+
+
+def test_masks_survive_a_server_restart(session):
+    """The masks are mounts on the view's dentries. A new server (the old one killed)
+    does not know the old node ids: the kernel looks the names up again, and a name
+    that comes back as another node is dropped, with the mounts on it."""
+    c = session.run_with_view(["/bb/sleep", "100000"])
+    try:
+        write = ["/bb/sh", "-c", "echo procfast > /proc/sys/kernel/hostname"]
+        masks = mounts_below_proc(c.exec("/bb/head", "-n", "100000", "/proc/self/mountinfo").stdout)
+        daemons = session.view_daemons(c.id)
+        supervisor = [p for p in daemons if parent_of(p) not in daemons][0]
+        server = int(wait_for(lambda: children(supervisor), "the view's server")[0])
+        os.kill(server, signal.SIGKILL)
+        killed = time.monotonic()
+        wait_for(lambda: children(supervisor) not in ([], [str(server)]), "a new server")
+        # The kernel asks again about a name it holds once the name's entry_timeout
+        # (procfast's default: 1 s) has run out: not a guess at a delay but the
+        # lifetime of its cache, after which the new server must be asked.
+        wait_for(lambda: time.monotonic() > killed + ENTRY_TIMEOUT, "the names' cache to expire")
+        c.in_view("/bb/ls", "/proc", "/proc/sys")
+        fast = c.in_view(*write, check=False)
+        assert "Read-only file system" in fast.stderr, fast
+        after = c.in_view("/bb/head", "-n", "100000", "/proc/self/mountinfo").stdout
+        assert mounts_below_proc(after) == masks
+    finally:
+        c.remove()
 
 
 def test_view_for_another_user(session):
