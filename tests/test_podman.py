@@ -10,9 +10,9 @@ with runc (tests/podman.py builds the image and cleans up):
 (c) lifecycle: starting and removing containers, and a start that fails after the
     view was mounted, leave no view, daemon or mount behind.
 
-Every comparison is between two readers in the same pid namespace at the same moment,
-one through procfast and one through a real procfs, of processes the test made and
-holds still (sleeping, stopped, zombie).
+Every comparison is between two readers in the same pid namespace, one through procfast
+and one through a real procfs, one after the other, of processes the test made and
+holds still (sleeping, stopped, zombie): both must see the same.
 """
 import os
 import re
@@ -25,10 +25,10 @@ import uuid
 import pytest
 
 from conftest import BIN, kill_tree
-from podman import Session, wait_for
+from podman import Session, podman, wait_for
 
 FUSE_MAGIC, PROC_MAGIC = "65735546", "9fa0"
-ENTRY_TIMEOUT = 1.5  # procfast's default entry_timeout (1 s), and some
+ENTRY_TIMEOUT = 1.5  # a little more than procfast's default entry_timeout (1 s)
 ROOT = "/.procfast-root"
 
 
@@ -104,6 +104,13 @@ class HostProcesses:
         self.link = os.path.join(self.dir, self.name)
         os.symlink("/bin/sleep", self.link)
         self.procs = []
+        try:
+            self._start_all()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_all(self):
         sleeper = self._start([self.link, "100001"])
         stopped = self._start([self.link, "100002"])
         parent = self._start(["/bin/sh", "-c", "/bin/true & exec %s 100003" % self.link])
@@ -459,6 +466,20 @@ def test_view_in_a_read_only_container(session):
         wait_for(lambda: asleep(pid, "sleep"), "the workload to sleep")
         assert statfs_type("/proc/%d/root/proc" % pid) == FUSE_MAGIC
         assert c.exec("/bb/stat", "-f", "-c", "%t", "/proc").stdout.strip() == PROC_MAGIC
+    finally:
+        c.remove()
+
+
+def test_enter_gives_up_without_a_view(session):
+    """No hook, no view: procfast-enter waits its -t seconds and exits 125, not running
+    the workload without its view."""
+    enter = os.path.join(session.bin_dir, "procfast-enter")
+    c = session.run(["-v", "%s:/procfast-enter:ro" % enter],
+                    ["/procfast-enter", "-t", "1", ROOT, "/bb/true"])
+    try:
+        assert int(podman("wait", c.id).stdout) == 125
+        assert podman("logs", c.id).stderr == \
+            "procfast-enter: no procfast view at %s/proc after 1 s\n" % ROOT
     finally:
         c.remove()
 
