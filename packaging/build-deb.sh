@@ -15,7 +15,7 @@ rm -rf "$dir"
 # install step must not build "all".
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
 	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target procfast procfast-attach manpage >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target procfast procfast-attach procfast-enter manpage >/dev/null
 cd "$dir"
 cpack -G DEB >cpack.log 2>&1 || { cat cpack.log >&2; exit 1; }
 ls "$dir"/procfast_*.deb

@@ -1,7 +1,9 @@
 # The Debian package (CPack DEB): packaging/build-deb.sh configures with
 # CMAKE_INSTALL_PREFIX=/usr and runs cpack. It installs what "cmake --install"
-# installs: /usr/sbin/procfast, the man page, the systemd unit; the maintainer
-# scripts in packaging/deb/ enable, start, stop and unmount it.
+# installs: /usr/sbin/procfast, the container helpers beside it
+# (procfast-attach, procfast-enter, procfast-oci-hook), the man page, the
+# systemd unit and the examples (hooks.d entries, a compose file); the
+# maintainer scripts in packaging/deb/ enable, start, stop and unmount it.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME procfast)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

@@ -3,11 +3,13 @@
 # Idempotent; skips apt entirely when everything is already present.
 set -eu
 # dpkg-dev and file: packaging/build-deb.sh (CPack runs dpkg-shlibdeps and file);
-# busybox-static and keyutils: tests of BusyBox tools and of keys;
-# clang and its runtimes: the fuzz targets (tests/fuzz).
+# clang and its runtimes: the fuzz targets (tests/fuzz); podman, runc and
+# busybox-static: the real containers of tests/test_podman.py (rootful: no
+# uidmap), busybox-static and keyutils also tests of BusyBox tools and of keys;
+# libc6-dev (build-essential) has the static libc for procfast-enter.
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
-      clang libclang-rt-dev cppcheck valgrind busybox-static keyutils"
+      clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

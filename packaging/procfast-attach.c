@@ -1,57 +1,92 @@
-/* procfast-attach: puts a copy of a mount (procfast's) at a path inside the
- * mount namespace of a running process, e.g. over a container's /proc.
+/* procfast-attach: puts a copy of a mount (procfast's) inside the mount
+ * namespace of a running process, a container's, and takes it away again.
  *
- *   procfast-attach PID SOURCE TARGET
+ *   procfast-attach PID SOURCE TARGET         a copy of SOURCE at TARGET
+ *   procfast-attach --root PID SOURCE DIR     DIR: the container's root with
+ *                                             SOURCE over DIR/proc
+ *   procfast-attach --detach VIEW             unmount VIEW, end its connection
  *
- * A bind mount cannot cross mount namespaces, and runc refuses anything but
- * a procfs for /proc when it creates a container. A detached copy made with
- * open_tree() can be attached in another namespace with move_mount() (Linux
- * 5.2+): that is what this does, as root.
+ * A bind mount cannot cross mount namespaces: a detached copy made with
+ * open_tree() can be attached in another one with move_mount() (Linux 5.2+).
+ * The first form is for runtimes that never look at the container's /proc
+ * once it runs; runc does, so the OCI hook uses --root (attach/root_view.c
+ * says why) and --detach (attach/detach.c). Needs root.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
-static int fail(const char *what)
+#include "fs/cleanup.h"
+#include "packaging/attach/detach.h"
+#include "packaging/attach/mountns.h"
+#include "packaging/attach/report.h"
+#include "packaging/attach/root_view.h"
+
+static int usage(const char *argv0)
 {
-	fprintf(stderr, "procfast-attach: %s: %s\n", what, strerror(errno));
-	return 1;
+	fprintf(stderr,
+		"usage: %s PID SOURCE TARGET\n"
+		"       %s --root PID SOURCE DIR\n"
+		"       %s --detach VIEW\n"
+		"Mounts a copy of SOURCE at TARGET in the mount namespace of PID; with --root,\n"
+		"makes DIR there the root of PID's namespace with SOURCE over DIR/proc and\n"
+		"PID's own mounts below /proc on top. --detach unmounts VIEW and ends its\n"
+		"connection if a copy of it lives on in another namespace.\n",
+		argv0, argv0, argv0);
+	return 2;
+}
+
+/* A process id as the kernel gives them: positive, decimal. */
+static pid_t parse_pid(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || end == s || *end || v <= 0 || v > INT_MAX ? -1 : (pid_t)v;
+}
+
+/* The plain form: TARGET resolves as the container sees its tree. */
+static int attach_at(pid_t pid, int tree, const char *target)
+{
+	int home = mountns_enter(pid), r = 0;
+
+	if (home < 0)
+		return attach_report("entering the mount namespace", home);
+	if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH))
+		r = attach_report(target, -errno);
+	int back = mountns_leave(home);
+
+	return r ? r : back ? attach_report("leaving the mount namespace", back) : 0;
 }
 
 int main(int argc, char *argv[])
 {
-	char ns[64];
-	int tree, nsfd, home;
+	int root = argc > 1 && !strcmp(argv[1], "--root");
+	char **arg = argv + 1 + root;
+	pid_t pid;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PID SOURCE TARGET\n"
-				"Mounts a copy of SOURCE at TARGET in the mount namespace of PID.\n",
-			argv[0]);
+	if (argc == 3 && !strcmp(argv[1], "--detach"))
+		return detach_view(argv[2]) ? 1 : 0;
+	if (argc != 4 + root)
+		return usage(argv[0]);
+	pid = parse_pid(arg[0]);
+	if (pid < 0) {
+		fprintf(stderr, "procfast-attach: not a process id: %s\n", arg[0]);
 		return 2;
 	}
-	snprintf(ns, sizeof(ns), "/proc/%s/ns/mnt", argv[1]);
-	tree = open_tree(AT_FDCWD, argv[2], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	/* the source resolves here, in our own namespace */
+	__do_close int tree = open_tree(AT_FDCWD, arg[1], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
 	if (tree < 0)
-		return fail(argv[2]);
-	nsfd = open(ns, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		return fail(ns);
-	home = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (home < 0)
-		return fail("/proc/self/ns/mnt");
-	if (setns(nsfd, CLONE_NEWNS))
-		return fail("setns");
-	/* setns() moved our root to the namespace's: TARGET resolves as the
-	 * container sees its tree (after its pivot_root). */
-	if (move_mount(tree, "", AT_FDCWD, argv[3], MOVE_MOUNT_F_EMPTY_PATH))
-		return fail(argv[3]);
-	/* Home again: what runs at exit (a sanitizer's checks) expects our /proc. */
-	if (setns(home, CLONE_NEWNS))
-		return fail("setns back");
-	return 0;
+		return attach_report(arg[1], -errno), 1;
+	if (root)
+		return root_view_attach(pid, tree, arg[2]) ? 1 : 0;
+	return attach_at(pid, tree, arg[2]) ? 1 : 0;
 }

@@ -18,7 +18,8 @@ from conftest import ROOT, over_proc
 from system_mount import SYSTEM_PATH, SystemMount, wait_for
 
 FILES = ["/usr/sbin/procfast", "/usr/share/man/man8/procfast.8.gz",
-         "/usr/lib/systemd/system/procfast.service"]
+         "/usr/lib/systemd/system/procfast.service", "/usr/sbin/procfast-attach",
+         "/usr/sbin/procfast-enter", "/usr/sbin/procfast-oci-hook"]
 
 
 def installed():
