@@ -112,6 +112,18 @@ static __thread struct {
 	struct node *node;
 } last_resolved;
 
+static struct node *(*fixed_resolver)(uint64_t id);
+
+void node_set_fixed_resolver(struct node *(*resolve_fixed)(uint64_t id))
+{
+	fixed_resolver = resolve_fixed;
+}
+
+static int is_fixed(uint64_t id)
+{
+	return id > NODE_ROOT_ID && id <= NODE_FIXED_MAX;
+}
+
 struct node *node_from_ino(uint64_t ino)
 {
 	struct cds_lfht_iter iter;
@@ -127,7 +139,7 @@ struct node *node_from_ino(uint64_t ino)
 	ht = cds_lfht_iter_get_node(&iter);
 	rcu_read_unlock();
 	if (!ht)
-		return NULL;
+		return is_fixed(ino) && fixed_resolver ? fixed_resolver(ino) : NULL;
 	/* The kernel holds a reference on a node it names: it stays. */
 	last_resolved.ino = ino;
 	last_resolved.node = caa_container_of(ht, struct node, by_id);
@@ -253,17 +265,12 @@ struct node *node_find_get(const struct node *parent, const char *name,
 	return found;
 }
 
-struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
-				const struct stat *st, const struct node_identity *id,
-				const struct node_owner *owner, const struct name_class *cls)
+static void node_publish(struct node *n, const struct node *parent, const struct stat *st,
+			 const struct node_identity *id, const struct node_owner *owner,
+			 const struct name_class *cls, uint64_t fixed_id)
 {
-	struct node *n = node_find_get(parent, name, id);
-
-	if (n)
-		return n;
-	n = node_alloc(path, name);
-	if (!n)
-		return NULL;
+	if (fixed_id)
+		n->serial = fixed_id; /* the serial it took is not given again */
 	n->parent_serial = parent->serial;
 	n->kind = id->kind;
 	n->type = id->type & S_IFMT;
@@ -276,8 +283,25 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	tsan_published(n);
 	rcu_read_lock();
 	cds_lfht_add(by_id, id_hash(n->serial), &n->by_id);
-	cds_lfht_add(table, key_hash(parent->serial, name), &n->by_name);
+	cds_lfht_add(table, key_hash(parent->serial, n->name), &n->by_name);
 	rcu_read_unlock();
+}
+
+struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
+				const struct stat *st, const struct node_identity *id,
+				const struct node_owner *owner, const struct name_class *cls,
+				uint64_t fixed_id)
+{
+	static pthread_mutex_t fixed_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct node *n;
+
+	if (fixed_id) /* one node per fixed id: lookups and the resolver may race */
+		pthread_mutex_lock(&fixed_lock);
+	n = node_find_get(parent, name, id);
+	if (!n && (n = node_alloc(path, name)))
+		node_publish(n, parent, st, id, owner, cls, fixed_id);
+	if (fixed_id)
+		pthread_mutex_unlock(&fixed_lock);
 	return n;
 }
 
@@ -303,7 +327,7 @@ void node_recall(const struct node *n, struct stat *st)
 
 void node_forget(struct node *n, uint64_t count)
 {
-	if (n == root)
+	if (n == root || is_fixed(n->serial)) /* they live as long as the table */
 		return;
 	if (atomic_fetch_sub(&n->nlookup, count) != count)
 		return;

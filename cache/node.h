@@ -85,10 +85,12 @@ struct node *node_find_get(const struct node *parent, const char *name,
 			   const struct node_identity *want);
 
 /* The child with that identity, referenced once more, or a new one with one
- * reference. */
+ * reference; fixed_id: its id if it is to be one of the fixed ones (below),
+ * else 0. */
 struct node *node_get_or_insert(const struct node *parent, const char *name, const char *path,
 				const struct stat *st, const struct node_identity *id,
-				const struct node_owner *owner, const struct name_class *cls);
+				const struct node_owner *owner, const struct name_class *cls,
+				uint64_t fixed_id);
 
 /* Records st as the node's last known attributes. */
 void node_remember(struct node *n, const struct stat *st);
@@ -104,6 +106,15 @@ void node_forget(struct node *n, uint64_t count);
  * holds from its predecessor: those are unknown here (node_from_ino gives
  * NULL) and answered with ESTALE (fs/ops/stale.c). */
 #define NODE_ROOT_ID 1
+
+/* Ids from 2 to NODE_FIXED_MAX are fixed: they name the same entry in every
+ * server (the root's names beside the pids: fs/ops/root_dir.c), so that what
+ * the kernel holds of them, mounts on them included (a container's masks
+ * over /proc/sys), survives a restart. Their nodes live as long as the
+ * table. A fixed id the table does not hold (the kernel had it from an
+ * earlier server) is made by resolve_fixed. */
+#define NODE_FIXED_MAX 4096
+void node_set_fixed_resolver(struct node *(*resolve_fixed)(uint64_t id));
 
 struct node *node_from_ino(uint64_t ino);
 

@@ -231,3 +231,34 @@ def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
         kill_tree(p)
         m.close()
 
+
+
+def test_mounts_on_names_beside_the_pids_stay(mount_with, tmp_path):
+    """A container runtime's masks are mounts on the view's names (a read-only bind over
+    sys, /dev/null over keys). The names beside the pids keep their node ids in the next
+    server, so the kernel, looking them up again once their entries expired, keeps them
+    and the mounts on them."""
+    m = mount_with("entry_timeout=0.2", "attr_timeout=0.2")
+    script = ("mount -t tmpfs masked {m}/sys && mount --bind /dev/null {m}/keys && "
+              "echo ready && read line && stat {m}/sys {m}/keys >/dev/null && "
+              "cat /proc/self/mountinfo")
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                          script.format(m=m.path)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        server = m.server_pid()
+        os.kill(server, signal.SIGKILL)
+        killed = time.monotonic()
+        gone(server)
+        new_server(m, server)
+        # the kernel asks the new server about a name once its entry expired
+        while time.monotonic() < killed + 0.3:
+            time.sleep(0.05)
+        out, _ = p.communicate("go\n", timeout=30)
+        below = sorted(l.split()[4] for l in out.splitlines()
+                       if l.split()[4].startswith(m.path + "/"))
+        assert below == [m.path + "/keys", m.path + "/sys"], out
+    finally:
+        if p.poll() is None:
+            kill_tree(p)

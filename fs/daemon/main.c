@@ -25,6 +25,7 @@
 #include "fs/daemon/supervisor.h"
 #include "fs/log.h"
 #include "fs/ops/caller.h"
+#include "fs/ops/entry.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
@@ -233,6 +234,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		log_err("cannot create the node table");
 		return 1;
 	}
+	node_set_fixed_resolver(entry_resolve_fixed);
 	if (role == SERVE_RESUMED)
 		supervisor_replay_init(se);
 	log_info("%s %s%s%s at %s (process index: %s, generations: %s)",

@@ -25,6 +25,7 @@
 #include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
 #include "fs/ops/ops.h"
+#include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
 
 int child_path(const struct node *parent, const char *name, char *buf, size_t len)
@@ -186,7 +187,8 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	if (kind == NODE_DEDUP_LINK)
 		dedup_link_attr(cls, name, owner.tgid, &st);
 	n = node_get_or_insert(p, name, path, &st,
-			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner, cls);
+			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner, cls,
+			       p->kind == NODE_ROOT ? root_dir_fixed_id(name) : 0);
 	if (!n)
 		return -ENOMEM;
 	life = life_in(p, cls, name);
@@ -202,6 +204,22 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	    e->entry_timeout > DEDUP_RECHECK_S)
 		e->entry_timeout = DEDUP_RECHECK_S;
 	return 0;
+}
+
+struct node *entry_resolve_fixed(uint64_t id)
+{
+	const char *name = root_dir_fixed_name(id);
+	const struct name_class *cls;
+	struct stat st;
+
+	if (!name || fstatat(pf.srcfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return NULL;
+	cls = name_classify(node_root()->cls, name);
+	return node_get_or_insert(node_root(), name, name, &st,
+				  &(struct node_identity){
+					  cls->flags & NC_CALLER_LINK ? NODE_CALLER_LINK : NODE_MIRROR,
+					  st.st_mode, 0 },
+				  &(struct node_owner){ 0 }, cls, id);
 }
 
 void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -42,4 +42,8 @@ static inline int node_error(const struct node *n, int r)
 /* Attributes of a node as the source shows them to the current credentials. */
 int node_stat(struct node *n, struct stat *st);
 
+/* The node of a fixed id (cache/node.h) the kernel had from an earlier
+ * server, made as a lookup of its name at the root makes it, or NULL. */
+struct node *entry_resolve_fixed(uint64_t id);
+
 #endif

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/node.h"
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/cleanup.h"
@@ -79,6 +80,22 @@ int root_dir_init(void)
 	if (nstatics && statics[nstatics - 1].next > TGID_OFFSET)
 		statics[nstatics - 1].next = TGID_OFFSET;
 	return 0;
+}
+
+/* The static entries in the source's order, which every server of one
+ * procfs reads alike, numbered from the first id after the root's. */
+uint64_t root_dir_fixed_id(const char *name)
+{
+	for (size_t i = 0; i < nstatics && NODE_ROOT_ID + 1 + i <= NODE_FIXED_MAX; i++)
+		if (!strcmp(statics[i].name, name))
+			return NODE_ROOT_ID + 1 + i;
+	return 0;
+}
+
+const char *root_dir_fixed_name(uint64_t id)
+{
+	return id > NODE_ROOT_ID && id - NODE_ROOT_ID - 1 < nstatics ? statics[id - NODE_ROOT_ID - 1].name
+								    : NULL;
 }
 
 void root_dir_destroy(void)

@@ -2,10 +2,17 @@
 #ifndef PROCFAST_ROOT_DIR_H
 #define PROCFAST_ROOT_DIR_H
 
+#include <stdint.h>
+
 #include <fuse_lowlevel.h>
 
 int root_dir_init(void);
 void root_dir_destroy(void);
 size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off);
+
+/* The fixed node id of a name beside the pids (cache/node.h: the same in every
+ * server), 0 for any other name; and the name of a fixed id, or NULL. */
+uint64_t root_dir_fixed_id(const char *name);
+const char *root_dir_fixed_name(uint64_t id);
 
 #endif

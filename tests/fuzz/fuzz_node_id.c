@@ -32,7 +32,7 @@ static void setup(void)
 	assert(node_table_init(NULL) == 0);
 	for (int i = 0; i < NODES; i++) {
 		snprintf(name, sizeof(name), "n%d", i);
-		made[i] = node_get_or_insert(node_root(), name, name, &st, &id, &owner, NULL);
+		made[i] = node_get_or_insert(node_root(), name, name, &st, &id, &owner, NULL, 0);
 		assert(made[i] && node_ino(made[i]) > table_start);
 	}
 }
