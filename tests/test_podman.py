@@ -218,6 +218,20 @@ class TestMonitoring:
         assert fast == real
 
 
+    def test_the_containers_own_namespaces(self, monitor):
+        """The container's uts, network and ipc namespaces (podman makes them) are what
+        /host/proc/sys and /host/proc/sysvipc show it, as the host's procfs bound at
+        /realhost/proc shows them: never the host's (the daemon's)."""
+        script = ("cd {root}/proc && /bb/cat sys/kernel/hostname sys/net/ipv4/ip_default_ttl"
+                  " sys/kernel/msgmax sysvipc/shm self/cgroup && /bb/ls sys/net/ipv4/conf")
+        fast, real = both(monitor, script)
+        assert fast == real
+        assert fast.split()[0] == monitor.inspect("{{.Config.Hostname}}").strip()
+        with open("/proc/sys/kernel/hostname") as f:
+            assert f.read().strip() != fast.split()[0]
+        assert "eth0" in fast.split() or "lo" in fast.split()
+
+
 # (b) own view ----------------------------------------------------------------------
 
 class Workload:
