@@ -40,7 +40,7 @@ def ops_for(root_pid, other_pid):
         ["listdir", r, None, False], ["listdir", r + "/task", None, False],
         ["stat", r + "/task/" + r, None, False], ["readlink", r + "/exe", None, False],
         ["readlink", r + "/cwd", None, False], ["listdir", r + "/fd", None, False],
-        ["read_drop", "{self}/status", ["State:", "voluntary_ctxt", "nonvoluntary_ctxt"], True],
+        ["read_drop", "{self}/status", ["voluntary_ctxt", "nonvoluntary_ctxt"], True],
         ["readlink", "self", None, False], ["listdir", "self/fd", None, False],
     ]
 
