@@ -49,6 +49,7 @@ struct node {
 	struct node_owner {
 		pid_t pid;       /* task this path belongs to (tgid, or tid in task/), 0 if none */
 		pid_t tgid;      /* its thread group as named at the root */
+		pid_t daemon_pid; /* pid, as the daemon's pid namespace names it (pidns= views) */
 		uint64_t gen;    /* the task's generation (see pidgen.h) */
 	} owner;
 	_Atomic uint64_t nlookup;

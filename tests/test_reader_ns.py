@@ -363,3 +363,39 @@ def test_view_reads_in_the_containers_namespaces():
     finally:
         c.close()
         m.close()
+
+
+def test_a_helper_that_dies_is_replaced(mnt):
+    """A helper killed between two reads of a caller's: the next read gets a new one
+    (never an error, never the daemon's answer)."""
+    script = r'''
+import json, os, signal, sys
+mnt = sys.argv[1]
+def uids():
+    return [l for l in open(mnt + "/self/status") if l.startswith("Uid:")]
+first = uids()
+mine = os.readlink("/proc/self/ns/user")
+print(json.dumps(first), flush=True)
+sys.stdin.readline()                    # the test kills this namespace's helper
+print(json.dumps(uids()), flush=True)
+'''
+    p = subprocess.Popen(["unshare", "--user", "--map-root-user", "/usr/bin/python3", "-c",
+                          script, mnt.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        first = json.loads(p.stdout.readline())
+        userns = os.readlink("/proc/%d/ns/user" % p.pid)
+        helpers = [int(q) for q in os.listdir("/proc") if q.isdigit() and is_ns_helper(int(q))
+                   and os.readlink("/proc/%s/ns/user" % q) == userns]
+        assert len(helpers) == 1, helpers
+        os.kill(helpers[0], 9)
+        deadline = time.time() + 10
+        while os.path.exists("/proc/%d" % helpers[0]):  # reaped by its maker
+            assert time.time() < deadline, "the helper lives on"
+            time.sleep(0.01)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert json.loads(p.stdout.readline()) == first == ["Uid:\t0\t0\t0\t0\n"]
+    finally:
+        p.kill()
+        p.wait()

@@ -29,25 +29,8 @@ def read_all(path):
         return f.read()
 
 
-def by_sendfile(path):
-    fd = os.open(path, os.O_RDONLY)
-    r, w = os.pipe()
-    data = b""
-    try:
-        while True:
-            n = os.sendfile(w, fd, None, 65536)
-            if n == 0:
-                return data
-            data += os.read(r, n)
-    except OSError as e:
-        return errno.errorcode[e.errno]
-    finally:
-        for x in (fd, r, w):
-            os.close(x)
-
-
-def by_splice(path, fstat_first=False):
-    """As uutils' cat does it: fstat the input, then splice."""
+def transfer(path, step, fstat_first=False):
+    """Everything step(fd, pipe's write end) moves out of path, or its errno."""
     fd = os.open(path, os.O_RDONLY)
     r, w = os.pipe()
     data = b""
@@ -55,7 +38,7 @@ def by_splice(path, fstat_first=False):
         if fstat_first:
             os.fstat(fd)
         while True:
-            n = os.splice(fd, w, 65536)
+            n = step(fd, w)
             if n == 0:
                 return data
             data += os.read(r, n)
@@ -64,6 +47,15 @@ def by_splice(path, fstat_first=False):
     finally:
         for x in (fd, r, w):
             os.close(x)
+
+
+def by_sendfile(path):
+    return transfer(path, lambda fd, w: os.sendfile(w, fd, None, 65536))
+
+
+def by_splice(path, fstat_first=False):
+    """fstat_first: as uutils' cat does it, fstat the input, then splice."""
+    return transfer(path, lambda fd, w: os.splice(fd, w, 65536), fstat_first)
 
 
 def by_copy_file_range(path):

@@ -28,7 +28,6 @@
 #include "fs/ops/entry.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/name_class.h"
-#include "fs/ops/names.h"
 #include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/reader_ns.h"
@@ -43,18 +42,6 @@ static void usage(const char *prog)
 	printf("\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
-}
-
-/* Pids in the source are the daemon's own when its "self" names us. */
-static int source_in_our_pid_ns(int srcfd)
-{
-	char buf[32];
-	ssize_t n = readlinkat(srcfd, "self", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return name_pid(buf) == getpid();
 }
 
 static char source_path[64];
@@ -117,7 +104,7 @@ static int setup(const struct options *o)
 	 * caller's per request. */
 	if (geteuid() == 0 && setgroups(0, NULL))
 		log_warn("setgroups: %s", strerror(errno));
-	pf.same_pid_ns = source_in_our_pid_ns(pf.srcfd);
+	pf.same_pid_ns = source_names_us(pf.srcfd);
 	pidgen_init(pf.indexfd, pf.same_pid_ns);
 	tgid_index_init(pf.indexfd);
 	thread_dir_init(pf.same_pid_ns);

@@ -173,7 +173,7 @@ static int instances_of_namespace(int nsfd, const struct source_spec *s, int fds
 	return r;
 }
 
-static int names_us(int procfs)
+int source_names_us(int procfs)
 {
 	char buf[32];
 	ssize_t n = readlinkat(procfs, "self", buf, sizeof(buf) - 1);
@@ -190,7 +190,7 @@ int source_own_procfs(void)
 
 	int own;
 
-	if (fd >= 0 && names_us(fd))
+	if (fd >= 0 && source_names_us(fd))
 		return move_fd(&fd);
 	own = make_instance(NULL);
 	/* without the right to make one, /proc as it is (the mount's callers

@@ -22,6 +22,10 @@ struct source {
 /* 0, or -1 with a one-line message printed. */
 int source_open(const struct source_spec *s, struct source *src);
 
+/* Whether procfs (a root fd) is of the daemon's own pid namespace: its "self"
+ * names the daemon. */
+int source_names_us(int procfs);
+
 /* A procfs of the daemon's own pid namespace, where the pids of its
  * requests name their callers: /proc if it is one, else a new instance (a
  * daemon started in a pid namespace with the host's /proc). fd, or -errno. */

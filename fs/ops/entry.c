@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/tgid_index.h"
 #include "fs/ops/caller.h"
@@ -167,6 +168,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	if (fstatat(pf.srcfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (cls->flags & NC_TASK) {
 			owner.pid = name_pid(name);
+			owner.daemon_pid = pid_view_to_daemon(owner.pid);
 			if (p->kind == NODE_ROOT)
 				owner.tgid = owner.pid;
 			if ((r = pidgen_get(owner.pid, &owner.gen)))
@@ -438,7 +440,8 @@ fail:
 	return r;
 }
 
-void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* getxattr of name, or listxattr (name NULL). */
+static void read_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	char abs[PATH_MAX], *buf;
 	struct caller c;
@@ -447,11 +450,16 @@ void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 
 	if (r)
 		return reply_err(req, r);
-	len = lgetxattr(abs, name, buf, size);
+	len = name ? lgetxattr(abs, name, buf, size) : llistxattr(abs, buf, size);
 	r = errno;
 	caller_end(&c);
 	reply_xattr_result(req, len, r, buf, size);
 	free(buf);
+}
+
+void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	read_xattr(req, ino, name, size);
 }
 
 /* setxattr and removexattr: procfs refuses both, in its own words. */
@@ -484,17 +492,5 @@ void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	char abs[PATH_MAX], *buf;
-	struct caller c;
-	ssize_t len;
-	int r = xattr_path(req, ino, size, abs, &buf, &c);
-
-	if (r)
-		return reply_err(req, r);
-	len = llistxattr(abs, buf, size);
-	r = errno;
-	caller_end(&c);
-	reply_xattr_result(req, len, r, buf, size);
-	free(buf);
+	read_xattr(req, ino, NULL, size);
 }
-

@@ -38,7 +38,9 @@
 
 struct open_file {
 	int fd;                   /* the source file, or -1 with a helper */
-	struct ns_helper *helper; /* opens, reads and writes in the opener's namespaces */
+	int via_helper;           /* served by a helper process: */
+	struct ns_helper *helper; /* it opens, reads and writes in the opener's namespaces
+				   * (NULL once none could be had: EPERM) */
 	int flags;                /* the source open's flags */
 	pthread_mutex_t lock;     /* readers of one handle, over self_text */
 	char *self_text;          /* the text its own reader gets (self_state.c) */
@@ -82,7 +84,8 @@ static int open_as_caller(fuse_req_t req, struct node *n, struct open_file *of)
 	/* never the daemon's own namespace's answer for the caller's */
 	if ((c.ns.foreign & RNS(RNS_PID)) || !(of->helper = ns_helper_get(c.tid)))
 		return -EPERM;
-	return node_walk_error(n, node_error(n, ns_helper_open(of->helper, c.tid, n->path,
+	of->via_helper = 1;
+	return node_walk_error(n, node_error(n, ns_helper_open(&of->helper, c.tid, n->path,
 							       of->flags)));
 }
 
@@ -147,8 +150,10 @@ static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid
 {
 	ssize_t got;
 
-	if (of->helper)
-		return ns_helper_read(of->helper, tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
+	if (of->via_helper && !of->helper)
+		return -EPERM;
+	if (of->via_helper)
+		return ns_helper_read(&of->helper, tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
 				      buf, size, off);
 	got = read_at(of->fd, buf, size, off);
 	return got < 0 ? -errno : got;
@@ -206,7 +211,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	if (!fi->lock_owner)
 		return reply_err(req, -EINVAL);
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
-	if (of->helper)
+	if (of->via_helper)
 		caller_load(req, &c);
 	else if ((r = caller_begin(req, n->cls->reader_ns & RNS_AT_EACH_READ, &c)))
 		return reply_err(req, r);
@@ -222,7 +227,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		got = of->self_text ? (ssize_t)from_self_text(of, buf, size, off)
 				    : read_source(n, of, c.tid, buf, size, off);
 	pthread_mutex_unlock(&of->lock);
-	if (!of->helper)
+	if (!of->via_helper)
 		caller_end(&c);
 	if (got < 0)
 		return reply_err(req, (int)got);
@@ -240,9 +245,9 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
-	if (of->helper) {
+	if (of->via_helper) {
 		caller_load(req, &c);
-		done = ns_helper_write(of->helper, c.tid, n->path,
+		done = !of->helper ? -EPERM : ns_helper_write(&of->helper, c.tid, n->path,
 				       O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)), buf, size, off);
 		if (done < 0)
 			return reply_err(req, (int)done);

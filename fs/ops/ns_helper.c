@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -291,6 +293,7 @@ struct ns_helper {
 	int sock;
 	int refs;                  /* the table's one, and one per user */
 	uint64_t used_ns;
+	atomic_bool dead;          /* it stopped answering: the next caller makes another */
 	pthread_mutex_t lock;      /* one request at a time */
 };
 
@@ -411,11 +414,20 @@ out:
 	return h;
 }
 
-static struct ns_helper *find(const unsigned long *ino)
+/* The live helper in those namespaces; a dead one there leaves the table. */
+static struct ns_helper *find(const unsigned long *ino, struct ns_helper **gone)
 {
-	for (int i = 0; i < MAX_HELPERS; i++)
-		if (helpers[i] && !memcmp(helpers[i]->ino, ino, sizeof(helpers[i]->ino)))
-			return helpers[i];
+	for (int i = 0; i < MAX_HELPERS; i++) {
+		struct ns_helper *h = helpers[i];
+
+		if (!h || memcmp(h->ino, ino, sizeof(h->ino)))
+			continue;
+		if (!atomic_load(&h->dead))
+			return h;
+		helpers[i] = NULL;
+		if (--h->refs == 0)
+			*gone = h;
+	}
 	return NULL;
 }
 
@@ -444,9 +456,12 @@ struct ns_helper *ns_helper_get(pid_t tid)
 		return NULL;
 	}
 	pthread_mutex_lock(&table_lock);
-	if ((h = find(ino)))
+	if ((h = find(ino, &old)))
 		h->refs++;
 	pthread_mutex_unlock(&table_lock);
+	if (old)
+		helper_free(old);
+	old = NULL;
 	if (h || !(h = spawn(tid, ino)))
 		return h;
 	pthread_mutex_lock(&table_lock);
@@ -518,24 +533,42 @@ static ssize_t call(struct ns_helper *h, int op, pid_t tid, const char *path, in
 	pthread_mutex_lock(&h->lock);
 	got = sendmsg(h->sock, &mq, MSG_NOSIGNAL) < 0 ? -1 : recvmsg(h->sock, &mr, 0);
 	pthread_mutex_unlock(&h->lock);
-	if (got < (ssize_t)sizeof(rep))
-		return -EPERM; /* the helper died: never the daemon's answer instead */
+	if (got < (ssize_t)sizeof(rep)) {
+		atomic_store(&h->dead, true);
+		return -ECONNRESET;
+	}
 	return (ssize_t)rep.result;
 }
 
-int ns_helper_open(struct ns_helper *h, pid_t tid, const char *path, int flags)
+/* A helper that died (killed, out of memory) is replaced once; never the
+ * daemon's answer instead. */
+static ssize_t call_retrying(struct ns_helper **h, int op, pid_t tid, const char *path,
+			     int flags, const void *out, char *in, size_t size, off_t off)
 {
-	return (int)call(h, OP_OPEN, tid, path, flags, NULL, NULL, 0, 0);
+	ssize_t r = call(*h, op, tid, path, flags, out, in, size, off);
+
+	if (r != -ECONNRESET)
+		return r;
+	ns_helper_put(*h);
+	if (!(*h = ns_helper_get(tid)))
+		return -EPERM;
+	r = call(*h, op, tid, path, flags, out, in, size, off);
+	return r == -ECONNRESET ? -EPERM : r;
 }
 
-ssize_t ns_helper_read(struct ns_helper *h, pid_t tid, const char *path, int flags, char *buf,
+int ns_helper_open(struct ns_helper **h, pid_t tid, const char *path, int flags)
+{
+	return (int)call_retrying(h, OP_OPEN, tid, path, flags, NULL, NULL, 0, 0);
+}
+
+ssize_t ns_helper_read(struct ns_helper **h, pid_t tid, const char *path, int flags, char *buf,
 		       size_t size, off_t off)
 {
-	return call(h, OP_READ, tid, path, flags, NULL, buf, size, off);
+	return call_retrying(h, OP_READ, tid, path, flags, NULL, buf, size, off);
 }
 
-ssize_t ns_helper_write(struct ns_helper *h, pid_t tid, const char *path, int flags,
+ssize_t ns_helper_write(struct ns_helper **h, pid_t tid, const char *path, int flags,
 			const char *buf, size_t size, off_t off)
 {
-	return call(h, OP_WRITE, tid, path, flags, buf, NULL, size, off);
+	return call_retrying(h, OP_WRITE, tid, path, flags, buf, NULL, size, off);
 }

@@ -40,13 +40,14 @@ void ns_helper_stop(void);
 struct ns_helper *ns_helper_get(pid_t tid);
 void ns_helper_put(struct ns_helper *h);
 
-/* As thread tid, in h's namespaces: opens path (relative to the source
+/* As thread tid, in *h's namespaces: opens path (relative to the source
  * root, with open flags) and closes it again, for open's answer; reads or
- * writes at off. 0 / bytes, or -errno. */
-int ns_helper_open(struct ns_helper *h, pid_t tid, const char *path, int flags);
-ssize_t ns_helper_read(struct ns_helper *h, pid_t tid, const char *path, int flags, char *buf,
+ * writes at off. 0 / bytes, or -errno. A helper that died is replaced in *h
+ * (or *h is NULL and the answer EPERM). */
+int ns_helper_open(struct ns_helper **h, pid_t tid, const char *path, int flags);
+ssize_t ns_helper_read(struct ns_helper **h, pid_t tid, const char *path, int flags, char *buf,
 		       size_t size, off_t off);
-ssize_t ns_helper_write(struct ns_helper *h, pid_t tid, const char *path, int flags,
+ssize_t ns_helper_write(struct ns_helper **h, pid_t tid, const char *path, int flags,
 			const char *buf, size_t size, off_t off);
 
 /* Ends helpers unused for a while (from a periodic thread). */

@@ -13,14 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/pid_view.h"
 #include "fs/ops/name_class.h"
 
 int self_state_applies(const struct node *n, pid_t caller_tid)
 {
 	if (n->cls->self_state == SELF_NONE)
 		return 0;
-	return caller_tid > 0 && n->owner.pid && pid_view_to_daemon(n->owner.pid) == caller_tid;
+	return caller_tid > 0 && n->owner.pid && n->owner.daemon_pid == caller_tid;
 }
 
 static int asleep(char state)
