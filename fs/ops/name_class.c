@@ -165,8 +165,11 @@ static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_ma
 /* net/sysctl_net.c: net_ctl_header_lookup and is_seen pick the reader's
  * network namespace at lookup, net_ctl_permissions its owner and mode: the
  * names below sys/net, their attributes and contents are the reader's
- * namespace's, and the kernel's caches, shared by every reader, keep none. */
-static const struct name_class sys_net_name = { &sys_net_table, LIFE_NONE, RNS(RNS_NET),
+ * namespace's. The kernel's caches are shared by every reader: they keep a
+ * name while it is there (every operation on it asks in the reader's
+ * namespace, which may not have it: ENOENT then), never its absence, which
+ * another namespace may not share, nor attributes. */
+static const struct name_class sys_net_name = { &sys_net_table, LIFE_NAME, RNS(RNS_NET),
 						NC_NAMES_VARY, 0 };
 static const struct name_table sys_net_table = { NULL, 0, NULL, NULL, NULL, &sys_net_name };
 
