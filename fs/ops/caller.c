@@ -19,7 +19,6 @@
 #include "fs/ops/group_cache.h"
 
 static int self_proc = -1;
-static ino_t daemon_userns;     /* the user namespace the daemon's capabilities act in */
 static uint64_t daemon_eff;     /* effective set to restore */
 static uint64_t daemon_prm;     /* permitted set: the most a caller may get */
 static uint64_t daemon_inh;
@@ -51,19 +50,9 @@ static int caps_set_effective(uint64_t eff)
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
-static ino_t userns_of(const char *task)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/ns/user", task);
-	return fstatat(self_proc, path, &st, 0) ? 0 : st.st_ino;
-}
-
 int caller_init(int selfproc)
 {
 	self_proc = selfproc;
-	daemon_userns = userns_of("self");
 	return caller_caps_reload();
 }
 
@@ -92,8 +81,6 @@ static int load_caps(struct caller *c)
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, c->tid };
 	struct __user_cap_data_struct d[2] = { { 0 } }; /* valgrind sees only d[0] written */
 
-	char task[16];
-
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
 	c->cap_eff = d[0].effective | (uint64_t)d[1].effective << 32;
@@ -101,8 +88,7 @@ static int load_caps(struct caller *c)
 	 * has none over the host's processes, so none are taken here. Checked
 	 * on every request that has any: unshare(CLONE_NEWUSER) gives a full
 	 * set at once. */
-	snprintf(task, sizeof(task), "%d", c->tid);
-	if (c->cap_eff && userns_of(task) != daemon_userns)
+	if (c->cap_eff && !reader_ns_is_daemons(RNS_USER, reader_ns_of(c->tid, RNS_USER)))
 		c->cap_eff = 0;
 	return 0;
 }
