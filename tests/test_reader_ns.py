@@ -211,7 +211,8 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 
 USER_STEPS = [["read", "self/status", None], ["read", "self/uid_map", None],
               ["read", "self/gid_map", None], ["read", "self/loginuid", None],
-              ["read", "key-users", None], ["read", "sys/user/max_user_namespaces", None]]
+              ["read", "key-users", None], ["read", "sys/user/max_user_namespaces", None],
+              ["read", "sys/net/ipv4/ping_group_range", None]]
 
 
 def id_lines(status):
@@ -301,12 +302,17 @@ def test_pid_namespace_entries_fail_closed(mnt):
     res = reader(mnt, [["read", "sys/kernel/ns_last_pid", None],
                        ["write", "{mnt}/sys/kernel/ns_last_pid", "30000"],
                        ["read", "sys/kernel/pid_max", None],
-                       ["read", "sys/kernel/hostname", None]],
+                       ["read", "sys/kernel/hostname", None],
+                       ["read", "sys/kernel/cad_pid", None],
+                       ["read", "sys/vm/memfd_noexec", None],
+                       ["read", "sysvipc/shm", None]],
                  unshare=["--pid", "--fork", "--mount-proc"])
     assert res[0][0].strip().isdigit() and res[0][1] == "errno:EPERM", res[0]
     assert res[1][1] == "errno:EPERM", res[1]
     assert res[2][0].strip().isdigit() and res[2][1] == "errno:EPERM", res[2]
     assert res[3][0] == res[3][1]  # entries of other namespaces are served
+    for real, mounted in res[4:]:  # pids in the reader's pid namespace
+        assert not real.startswith("errno") and mounted == "errno:EPERM", (real, mounted)
 
 
 def test_caller_outside_the_pid_namespace_fails_closed(tmp_path):

@@ -32,7 +32,7 @@ struct name_table {
 #define TABLE(entries, more, num, link, rest) \
 	{ entries, sizeof(entries) / sizeof(entries[0]), more, num, link, rest }
 
-static const struct name_table plain_table, task_common, process_table, thread_table, tasks_table, fd_table,
+static const struct name_table plain_table, task_common, sys_net_ipv4_table, process_table, thread_table, tasks_table, fd_table,
 	fdinfo_table, volatile_table, links_table, pid_net_table, sys_table, sys_kernel_table,
 	sys_fs_table, sys_net_table, by_user_table, by_ipc_table, by_ipc_user_table,
 	thread_fixed_table;
@@ -62,8 +62,8 @@ static const struct name_entry root_entries[] = {
 	/* mm/swapfile.c swap_show: file paths relative to the reader's root */
 	{ "swaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
 	{ "sys", { &sys_table, LIFE_FIXED, 0, 0, 0 } },
-	/* ipc/util.c sysvipc_proc_open: the opener's ipc namespace; uids in
-	 * its user namespace */
+	/* ipc/util.c sysvipc_proc_open: the opener's ipc namespace, pids in its
+	 * active pid namespace, uids in its user namespace */
 	{ "sysvipc", { &by_ipc_user_table, LIFE_FIXED, 0, 0, 0 } },
 	{ "thread-self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/uptime.c: timens_add_boottime */
@@ -171,7 +171,19 @@ static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_ma
  * another namespace may not share, nor attributes. */
 static const struct name_class sys_net_name = { &sys_net_table, LIFE_NAME, RNS(RNS_NET),
 						NC_NAMES_VARY, 0 };
-static const struct name_table sys_net_table = { NULL, 0, NULL, NULL, NULL, &sys_net_name };
+static const struct name_entry sys_net_ipv4_entries[] = {
+	/* net/ipv4/sysctl_net_ipv4.c ipv4_ping_group_range: gids in the reader's
+	 * user namespace, at each read and write */
+	{ "ping_group_range", { &sys_net_table, LIFE_NAME, RNS(RNS_NET) | RNS(RNS_USER),
+				NC_NAMES_VARY, 0 } },
+};
+static const struct name_table sys_net_ipv4_table = TABLE(sys_net_ipv4_entries, NULL, NULL, NULL,
+							  &sys_net_name);
+static const struct name_entry sys_net_entries[] = {
+	{ "ipv4", { &sys_net_ipv4_table, LIFE_NAME, RNS(RNS_NET), NC_NAMES_VARY, 0 } },
+};
+static const struct name_table sys_net_table = TABLE(sys_net_entries, NULL, NULL, NULL,
+						     &sys_net_name);
 
 /* Whole subtrees in one namespace. */
 static const struct name_class by_user = { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
@@ -179,7 +191,7 @@ static const struct name_table by_user_table = { NULL, 0, NULL, NULL, NULL, &by_
 static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 };
 static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc };
 static const struct name_class by_ipc_user = { &by_ipc_user_table, LIFE_FIXED,
-					       RNS(RNS_IPC) | RNS(RNS_USER), 0, 0 };
+					       RNS(RNS_IPC) | RNS(RNS_USER) | RNS(RNS_PID), 0, 0 };
 static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, &by_ipc_user };
 
 #define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0, 0 }
@@ -188,6 +200,8 @@ static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, 
 static const struct name_entry sys_kernel_entries[] = {
 	/* ipc/ipc_sysctl.c: the ipc namespace's own table (set_lookup, is_seen) */
 	{ "auto_msgmni", IPC },
+	/* kernel/reboot.c proc_do_cad_pid: the pid in the reader's pid namespace */
+	{ "cad_pid", PIDNS },
 	/* kernel/utsname_sysctl.c proc_do_uts_string: current's uts namespace */
 	{ "domainname", UTS },
 	{ "hostname", UTS },
@@ -221,6 +235,13 @@ static const struct name_entry sys_fs_entries[] = {
 };
 static const struct name_table sys_fs_table = TABLE(sys_fs_entries, NULL, NULL, NULL, &plain);
 
+static const struct name_entry sys_vm_entries[] = {
+	/* kernel/pid_namespace.c pid_mfd_noexec_dointvec_minmax: the reader's
+	 * pid namespace's memfd_noexec */
+	{ "memfd_noexec", { &plain_table, LIFE_FIXED, RNS(RNS_PID), 0, 0 } },
+};
+static const struct name_table sys_vm_table = TABLE(sys_vm_entries, NULL, NULL, NULL, &plain);
+
 static const struct name_entry sys_entries[] = {
 	{ "fs", { &sys_fs_table, LIFE_FIXED, 0, 0, 0 } },
 	{ "kernel", { &sys_kernel_table, LIFE_FIXED, 0, 0, 0 } },
@@ -228,6 +249,7 @@ static const struct name_entry sys_entries[] = {
 	{ "net", { &sys_net_table, LIFE_NAME, RNS(RNS_NET), NC_NAMES_VARY, 0 } },
 	/* kernel/ucount.c: the user namespace's own table (set_lookup, is_seen) */
 	{ "user", { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "vm", { &sys_vm_table, LIFE_FIXED, 0, 0, 0 } },
 };
 static const struct name_table sys_table = TABLE(sys_entries, NULL, NULL, NULL, &plain);
 
@@ -285,7 +307,8 @@ static int sorted(const struct name_table *t)
 int name_class_check_tables(void)
 {
 	const struct name_table *all[] = { &root_table, &task_common, &process_table, &thread_table,
-					   &sys_table, &sys_kernel_table, &sys_fs_table };
+					   &sys_table, &sys_kernel_table, &sys_fs_table, &sys_vm_table,
+					   &sys_net_table, &sys_net_ipv4_table };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (!sorted(all[i]))
