@@ -110,13 +110,13 @@ static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NUL
 
 static const struct name_entry process_entries[] = {
 	{ "attr", { &plain_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_COUNTS, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_COUNTS, 0 } },
+	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
 	{ "net", { &pid_net_table, LIFE_FIXED, 0, 0, 0 } },
 	{ "ns", { &links_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "task", { &tasks_table, LIFE_FIXED, 0, NC_THREADS_LINK | NC_COUNTS, 0 } },
+	{ "task", { &tasks_table, LIFE_FIXED, 0, NC_THREADS_LINK, 0 } },
 };
 static const struct name_table process_table = TABLE(process_entries, &task_common, NULL,
 						     &target_many, &plain);
@@ -125,8 +125,8 @@ static const struct name_table process_table = TABLE(process_entries, &task_comm
  * are listed from templates. */
 static const struct name_entry thread_entries[] = {
 	{ "attr", { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_COUNTS | NC_THREAD_FILES, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_COUNTS | NC_THREAD_FILES, 0 } },
+	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
 	{ "net", { &pid_net_table, LIFE_FIXED, 0, NC_THREAD_NET, 0 } },
 	{ "ns", { &links_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
 };

@@ -44,7 +44,6 @@ enum name_life {
 #define NC_TEMPLATE      0x40 /* a thread directory listed from a template */
 #define NC_NAMES_VARY    0x80 /* names and attributes below depend on reader_ns: uncached */
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
-#define NC_COUNTS       0x400 /* its attributes count what changes without an event (files, threads) */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/ops/self_state.c). */
