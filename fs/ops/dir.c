@@ -21,6 +21,7 @@
 #include "fs/ops/ops.h"
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/thread_buf.h"
 #include "fs/ops/thread_dir.h"
 
 struct dir_handle {
@@ -70,7 +71,7 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * request resumes at the d_off of the last entry that fitted. */
 static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char *out, size_t size)
 {
-	__do_free char *raw = malloc(size);
+	char *raw = thread_buf(BUF_SOURCE, size);
 	struct dedup_listing dl;
 	size_t used = 0;
 
@@ -103,7 +104,7 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 {
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
 	struct node *n = node_from_ino(ino);
-	__do_free char *out = malloc(size);
+	char *out = thread_buf(BUF_REPLY, size);
 	struct caller c;
 	ssize_t used;
 	int r;

@@ -140,6 +140,9 @@ static enum name_life life_in(const struct node *parent, const struct name_class
 }
 
 /* The same for a node's attributes, asked again at each getattr. */
+/* "Until an event says otherwise": see entry_timeout_for. */
+#define PROCESS_LIFETIME_S 86400.0
+
 static double attr_timeout_for(const struct node *n)
 {
 	enum name_life life = n->cls->life;
@@ -147,10 +150,27 @@ static double attr_timeout_for(const struct node *n)
 	if (life == LIFE_NONE || life == LIFE_NAME ||
 	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
+	/* A live leader's directory changes owner with its uid or gid, which an
+	 * event says (invalidate.c drops its name and attributes); below it,
+	 * names held open outlive that drop (nothing announces the reaping), so
+	 * they keep the usual lifetimes. */
+	if (life == LIFE_PROCESS)
+		return PROCESS_LIFETIME_S;
 	return pf.attr_timeout;
 }
 
 #define DEDUP_RECHECK_S 1.0
+
+/* "Until the exit event drops it": a live leader's name (the kernel keeps it
+ * while memory allows; invalidate.c drops it at the exit, and the names
+ * below with it, but for those held open: these keep the usual lifetime). */
+static double entry_timeout_for(enum name_life life)
+{
+	if (life == LIFE_NONE)
+		return 0;
+	/* life_in gave this only for a live leader whose exit an event will say */
+	return life == LIFE_PROCESS ? PROCESS_LIFETIME_S : pf.entry_timeout;
+}
 
 static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
 			struct fuse_entry_param *e)
@@ -199,7 +219,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
-	e->entry_timeout = life == LIFE_NONE ? 0 : pf.entry_timeout;
+	e->entry_timeout = entry_timeout_for(life);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. */
 	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET | NC_THREADS_LINK)) &&

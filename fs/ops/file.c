@@ -30,6 +30,7 @@
 #include "fs/ops/ops.h"
 #include "fs/ops/self_state.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/thread_buf.h"
 
 /* Flags the source open may honour; creation is refused separately. */
 #define PASSED_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
@@ -198,7 +199,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 	struct node *n = node_from_ino(ino);
-	__do_free char *buf = malloc(size ? size : 1);
+	char *buf = thread_buf(BUF_REPLY, size);
 	struct caller c;
 	ssize_t got;
 	int r;

@@ -64,6 +64,9 @@ static void on_leader_exited(pid_t tgid)
 	node_forget(n, 1);
 }
 
+/* Its entries' owner follows its uid and gid: the kernel drops the process's
+ * name, and every name and attribute below it, to ask again. (Not a drop
+ * for its exit: name_dropped stays as it is.) */
 static void on_creds_changed(pid_t pid)
 {
 	char name[16];
@@ -72,6 +75,7 @@ static void on_creds_changed(pid_t pid)
 	if (!n)
 		return;
 	fuse_lowlevel_notify_inval_inode(session, node_ino(n), -1, 0);
+	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
 	node_forget(n, 1);
 }
 
