@@ -155,6 +155,42 @@ def test_handles_from_before_answer_estale_and_new_opens_work(mount_with):
         os.close(root)
 
 
+def test_handles_on_the_names_beside_the_pids_read_on(mount_with):
+    """The names beside the PIDs keep their node ids across a restart (fixed ids), so a
+    reader holding meminfo, stat or a sys directory open (top, procps's library) reads
+    on: its handle is opened again at its first use. A handle of the server before is
+    never taken for one of this server's (that crashed it)."""
+    m = mount_with()
+    server = m.server_pid()
+    meminfo = os.open(m.p("meminfo"), os.O_RDONLY)
+    stat = os.open(m.p("stat"), os.O_RDONLY)
+    sysdir = os.open(m.p("sys"), os.O_RDONLY | os.O_DIRECTORY)
+    unused = [os.open(m.p("uptime"), os.O_RDONLY),
+              os.open(m.p("fs"), os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        assert os.pread(meminfo, 9, 0) == b"MemTotal:"
+        os.kill(server, signal.SIGKILL)
+        gone(server)
+        again = new_server(m, server)
+        for fd in unused:  # released without a use: nothing of them is touched
+            os.close(fd)
+        unused = []
+
+        def names(text):
+            return [line.split()[0] for line in text.splitlines()]
+        with open("/proc/meminfo") as real:
+            assert names(os.pread(meminfo, 1 << 16, 0).decode()) == names(real.read())
+        with open("/proc/stat") as real:
+            assert names(os.pread(stat, 1 << 16, 0).decode()) == names(real.read())
+        assert sorted(os.listdir(sysdir)) == sorted(os.listdir("/proc/sys"))
+        assert os.pread(meminfo, 9, 0) == b"MemTotal:"  # and on, adopted
+        assert m.server_pid() == again
+        assert m.output().count("killed by signal") == 1, m.output()
+    finally:
+        for fd in [meminfo, stat, sysdir] + unused:
+            os.close(fd)
+
+
 def test_sigterm_to_the_supervisor_unmounts():
     m = Mount()
     server = m.server_pid()

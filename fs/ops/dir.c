@@ -18,6 +18,7 @@
 #include "fs/ops/caller.h"
 #include "fs/ops/dedup.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/handle.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
@@ -31,15 +32,63 @@ struct dir_handle {
 
 int dir_handle_fd(const struct fuse_file_info *fi)
 {
-	return ((struct dir_handle *)(uintptr_t)fi->fh)->fd;
+	const struct dir_handle *h = handle_find(fi->fh);
+
+	return h ? h->fd : -1;
+}
+
+/* A source open of n's directory as the caller. */
+static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **made)
+{
+	__do_close int fd = -1;
+	struct dir_handle *h;
+	struct caller c;
+	int r;
+
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+		return r;
+	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
+	caller_end(&c);
+	if (r)
+		return r;
+	if (!(h = malloc(sizeof(*h))))
+		return -ENOMEM;
+	h->fd = move_fd(&fd);
+	pthread_mutex_init(&h->lock, NULL);
+	*made = h;
+	return 0;
+}
+
+static void dir_handle_free(struct dir_handle *h)
+{
+	close(h->fd);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+/* The directory a handle names; one of an earlier server (handle.c) is
+ * opened again at its first use here, as file.c does. */
+static struct dir_handle *dir_handle_of(fuse_req_t req, struct node *n,
+					const struct fuse_file_info *fi, int *err)
+{
+	struct dir_handle *h = handle_find(fi->fh), *named;
+
+	if (h)
+		return h;
+	if ((*err = dir_handle_make(req, n, &h)))
+		return NULL;
+	named = handle_adopt(fi->fh, h);
+	if (named != h)
+		dir_handle_free(h);
+	if (!named)
+		*err = -ENOMEM;
+	return named;
 }
 
 void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
-	__do_close int fd = -1;
 	struct dir_handle *h;
-	struct caller c;
 	int r;
 
 	/* The root is listed from the index by offset alone: no handle, so a
@@ -48,23 +97,14 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->fh = 0;
 		return (void)fuse_reply_open(req, fi);
 	}
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+	if ((r = dir_handle_make(req, node_from_ino(ino), &h)))
 		return reply_err(req, r);
-	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
-	caller_end(&c);
-	if (r)
-		return reply_err(req, r);
-	h = malloc(sizeof(*h));
-	if (!h)
+	if (!(fi->fh = handle_give(h))) {
+		dir_handle_free(h);
 		return reply_err(req, -ENOMEM);
-	h->fd = move_fd(&fd);
-	pthread_mutex_init(&h->lock, NULL);
-	fi->fh = (uintptr_t)h;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		close(h->fd);
-		free(h);
 	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		dir_handle_free(handle_drop(fi->fh));
 }
 
 /* Converts source entries into the reply until it is full; the next
@@ -102,15 +142,17 @@ static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char
 
 void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
 	struct node *n = node_from_ino(ino);
 	char *out = thread_buf(BUF_REPLY, size);
+	struct dir_handle *h = NULL;
 	struct caller c;
 	ssize_t used;
 	int r;
 
 	if (!out)
 		return reply_err(req, -ENOMEM);
+	if (ino != FUSE_ROOT_ID && !(h = dir_handle_of(req, n, fi, &r)))
+		return reply_err(req, r);
 	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
 	if (ino == FUSE_ROOT_ID) {
@@ -134,12 +176,9 @@ void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 
 void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	struct dir_handle *h = ino == FUSE_ROOT_ID ? NULL : handle_drop(fi->fh);
 
-	if (ino == FUSE_ROOT_ID)
-		return (void)fuse_reply_err(req, 0);
-	close(h->fd);
-	pthread_mutex_destroy(&h->lock);
-	free(h);
+	if (h) /* else the root's, or an earlier server's never used here */
+		dir_handle_free(h);
 	fuse_reply_err(req, 0);
 }

@@ -26,6 +26,7 @@
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
 #include "fs/ops/file_size.h"
+#include "fs/ops/handle.h"
 #include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/self_state.h"
@@ -50,7 +51,9 @@ struct open_file {
 
 int open_file_fd(const struct fuse_file_info *fi)
 {
-	return ((const struct open_file *)(uintptr_t)fi->fh)->fd;
+	const struct open_file *of = handle_find(fi->fh);
+
+	return of ? of->fd : -1;
 }
 
 static int writes(int flags)
@@ -100,32 +103,72 @@ static void open_file_free(struct open_file *of)
 	free(of);
 }
 
+/* A source open of n as the caller, for the kernel's open flags. */
+static int open_file_make(fuse_req_t req, struct node *n, int flags, struct open_file **made)
+{
+	struct open_file *of;
+	int r;
+
+	if (pf.read_only && writes(flags))
+		return -EROFS;
+	of = calloc(1, sizeof(*of));
+	if (!of)
+		return -ENOMEM;
+	of->fd = -1;
+	of->flags = source_flags(n, flags);
+	pthread_mutex_init(&of->lock, NULL);
+	if ((r = open_as_caller(req, n, of))) {
+		open_file_free(of);
+		return r;
+	}
+	file_size_opening(n);
+	*made = of;
+	return 0;
+}
+
+static void open_file_close(struct node *n, struct open_file *of)
+{
+	file_size_released(n);
+	open_file_free(of);
+}
+
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = node_from_ino(ino);
 	struct open_file *of;
 	int r;
 
-	if (pf.read_only && writes(fi->flags))
-		return reply_err(req, -EROFS);
-	of = calloc(1, sizeof(*of));
-	if (!of)
-		return reply_err(req, -ENOMEM);
-	of->fd = -1;
-	of->flags = source_flags(n, fi->flags);
-	pthread_mutex_init(&of->lock, NULL);
-	if ((r = open_as_caller(req, n, of))) {
-		open_file_free(of);
+	if ((r = open_file_make(req, n, fi->flags, &of)))
 		return reply_err(req, r);
+	if (!(fi->fh = handle_give(of))) {
+		open_file_close(n, of);
+		return reply_err(req, -ENOMEM);
 	}
-	fi->fh = (uintptr_t)of;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	file_size_opening(n);
-	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
-		file_size_released(n);
-		open_file_free(of);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+		open_file_close(n, handle_drop(fi->fh));
+}
+
+/* The open file a handle names. One the kernel kept from an earlier server
+ * (on a fixed node: handle.c) is opened again, as its reader, at its first
+ * use here, so that a reader holding meminfo open (top) reads on across a
+ * restart. */
+static struct open_file *open_file_of(fuse_req_t req, struct node *n,
+				      const struct fuse_file_info *fi, int *err)
+{
+	struct open_file *of = handle_find(fi->fh), *named;
+
+	if (of)
+		return of;
+	if ((*err = open_file_make(req, n, fi->flags, &of)))
+		return NULL;
+	named = handle_adopt(fi->fh, of);
+	if (named != of)
+		open_file_close(n, of);
+	if (!named)
+		*err = -ENOMEM;
+	return named;
 }
 
 /* Some procfs files are streams (no pread/pwrite: ESPIPE); for them the
@@ -197,9 +240,9 @@ static size_t from_self_text(const struct open_file *of, char *buf, size_t size,
 
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 	struct node *n = node_from_ino(ino);
 	char *buf = thread_buf(BUF_REPLY, size);
+	struct open_file *of;
 	struct caller c;
 	ssize_t got;
 	int r;
@@ -211,6 +254,8 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	 * its pages would serve every reader of the file (file_size.c). */
 	if (!fi->lock_owner)
 		return reply_err(req, -EINVAL);
+	if (!(of = open_file_of(req, n, fi, &r)))
+		return reply_err(req, r);
 	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
 	if (of->via_helper)
 		caller_load(req, &c);
@@ -238,14 +283,16 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi)
 {
-	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 	struct node *n = node_from_ino(ino);
+	struct open_file *of;
 	struct caller c;
 	ssize_t done;
 	int r;
 
 	if (pf.read_only)
 		return reply_err(req, -EROFS);
+	if (!(of = open_file_of(req, n, fi, &r)))
+		return reply_err(req, r);
 	if (of->via_helper) {
 		caller_load(req, &c);
 		done = !of->helper ? -EPERM : ns_helper_write(&of->helper, c.tid, n->path,
@@ -266,7 +313,9 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 
 void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	file_size_released(node_from_ino(ino));
-	open_file_free((struct open_file *)(uintptr_t)fi->fh);
+	struct open_file *of = handle_drop(fi->fh);
+
+	if (of) /* else an earlier server's, never used here */
+		open_file_close(node_from_ino(ino), of);
 	fuse_reply_err(req, 0);
 }
