@@ -123,6 +123,11 @@ CACHED = {"stat cached", "stat root", "fstat held"}
 HELD = {"read held file", "getdents held dir", "listdir cwd", "read at cwd"}
 
 
+# An operation on a dead connection fails at once; one that takes longer than this hangs
+# (a loaded machine delays a process by seconds, never by this much).
+HANG_S = 20
+
+
 def ops_after_kill(m):
     """Kills the daemon while a reader holds a file, a directory and its cwd in the mount;
     returns the reader's outcomes at once and 1.5 s later. The reader is bounded."""
@@ -133,7 +138,7 @@ def ops_after_kill(m):
         assert r.stdout.readline().strip() == "ready"
         os.kill(m.proc.pid, signal.SIGKILL)
         m.proc.wait()
-        out, _ = r.communicate("\n", timeout=30)
+        out, _ = r.communicate("\n", timeout=4 * HANG_S)
     except subprocess.TimeoutExpired:
         pytest.fail("an operation on the mount of a killed daemon hung")
     finally:
@@ -154,15 +159,17 @@ def test_daemon_killed(options):
         for when, res in (("at once", first), ("after 1.5 s", later)):
             for op, (err, secs) in res.items():
                 if "auto_unmount" in options and op not in HELD:
-                    assert secs < 5, "%s %s took %.1f s" % (when, op, secs)
+                    assert secs < HANG_S, "%s %s took %.1f s" % (when, op, secs)
                     continue
                 cached_ok = op in CACHED and when == "at once" and err == "ok"
-                if not (err == "ENOTCONN" or cached_ok) or secs > 5:
+                if not (err == "ENOTCONN" or cached_ok) or secs > HANG_S:
                     bad.append("%s %s: %s in %.1f s" % (when, op, err, secs))
         assert not bad, "\n".join(bad)
         if "auto_unmount" in options:
-            # libfuse's auto_unmount helper notices the daemon's death and unmounts.
-            wait_for(lambda: not mounted(m.path), 10, "the mount to disappear (auto_unmount)")
+            # libfuse's auto_unmount helper notices the daemon's death and unmounts: an
+            # event, whose delay is the scheduler's (more than 10 s at load 158 on two
+            # CPUs); the bound only tells a helper that never acts from a slow one.
+            wait_for(lambda: not mounted(m.path), 60, "the mount to disappear (auto_unmount)")
         else:
             assert mounted(m.path)
             assert outcome(os.stat, m.path) == "ENOTCONN"
