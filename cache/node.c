@@ -1,6 +1,8 @@
 #include "cache/node.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,4 +358,36 @@ void node_table_trim(void)
 long node_count(void)
 {
 	return atomic_load(&live_nodes);
+}
+
+size_t node_child_pids(const struct node *parent, pid_t **pids)
+{
+	struct cds_lfht_iter iter;
+	size_t n = 0, cap = 0;
+	pid_t *out = NULL, *more;
+	struct node *c;
+
+	rcu_thread_register_once();
+	rcu_read_lock();
+	cds_lfht_for_each_entry(table, &iter, c, by_name) {
+		char *end;
+		long pid;
+
+		tsan_found(c);
+		if (c->parent_serial != parent->serial || !isdigit((unsigned char)c->name[0]))
+			continue;
+		pid = strtol(c->name, &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			if (!(more = realloc(out, cap * sizeof(*out))))
+				break; /* as many as memory allows */
+			out = more;
+		}
+		out[n++] = (pid_t)pid;
+	}
+	rcu_read_unlock();
+	*pids = out;
+	return n;
 }

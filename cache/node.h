@@ -139,4 +139,8 @@ void node_table_trim(void);
 /* Number of live nodes, for status and leak checks. */
 long node_count(void);
 
+/* The pids that name children of parent (the processes the kernel may hold
+ * anything of, for the root), in *pids to free; how many. */
+size_t node_child_pids(const struct node *parent, pid_t **pids);
+
 #endif

@@ -220,8 +220,14 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 /* Cache drops found while applying events, done by a thread of their own:
  * a drop waits for the directory lock that a root listing holds, and root
  * listings may be waiting for the listener (proc_events_sync). */
+enum notice_kind {
+	NOTICE_CREDS,  /* a uid or gid changed */
+	NOTICE_EXITED, /* a leader exited */
+	NOTICE_LOST,   /* events were lost: whatever they said went unseen */
+};
+
 struct notice {
-	int exited;
+	enum notice_kind kind;
 	pid_t pid;
 };
 
@@ -232,11 +238,11 @@ static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
 static int notices_closed;
 static pthread_t notifier;
 
-static void queue_notice(int exited, pid_t pid)
+static void queue_notice(enum notice_kind kind, pid_t pid)
 {
 	/* A fork storm's short-lived processes are never looked up: waking the
 	 * notifier for each would cost more than their whole index upkeep. */
-	if (hooks.named && !hooks.named(pid))
+	if (kind != NOTICE_LOST && hooks.named && !hooks.named(pid))
 		return;
 	pthread_mutex_lock(&notice_lock);
 	if (nnotices == notices_cap) {
@@ -250,9 +256,19 @@ static void queue_notice(int exited, pid_t pid)
 		notices = more;
 		notices_cap = cap;
 	}
-	notices[nnotices++] = (struct notice){ exited, pid };
+	notices[nnotices++] = (struct notice){ kind, pid };
 	pthread_cond_signal(&notice_cond);
 	pthread_mutex_unlock(&notice_lock);
+}
+
+static void apply_notice(const struct notice *n)
+{
+	if (n->kind == NOTICE_EXITED && hooks.leader_exited)
+		hooks.leader_exited(n->pid);
+	else if (n->kind == NOTICE_CREDS && hooks.creds_changed)
+		hooks.creds_changed(n->pid);
+	else if (n->kind == NOTICE_LOST && hooks.events_lost)
+		hooks.events_lost();
 }
 
 static void *notify_loop(void *unused)
@@ -273,12 +289,8 @@ static void *notify_loop(void *unused)
 		notices = NULL;
 		nnotices = notices_cap = 0;
 		pthread_mutex_unlock(&notice_lock);
-		for (size_t i = 0; i < n; i++) {
-			if (batch[i].exited && hooks.leader_exited)
-				hooks.leader_exited(batch[i].pid);
-			else if (!batch[i].exited && hooks.creds_changed)
-				hooks.creds_changed(batch[i].pid);
-		}
+		for (size_t i = 0; i < n; i++)
+			apply_notice(&batch[i]);
 		pthread_mutex_lock(&notice_lock);
 	}
 	pthread_mutex_unlock(&notice_lock);
@@ -314,7 +326,7 @@ static void leader_exited(pid_t tgid)
 	pid_view_leader_gone(tgid);
 	if (v) {
 		tgid_index_exited(v);
-		queue_notice(1, v);
+		queue_notice(NOTICE_EXITED, v);
 	}
 }
 
@@ -338,7 +350,7 @@ static void on_event(const struct proc_msg *m)
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
 		if ((v = pid_view_leader_known(m->tgid)))
-			queue_notice(0, v);
+			queue_notice(NOTICE_CREDS, v);
 		break;
 	default:
 		break;
@@ -383,6 +395,7 @@ static int drain(void)
 		if (n < 0 && errno == EAGAIN && rescan_pending) {
 			rescan_pending = 0;
 			rescan();
+			queue_notice(NOTICE_LOST, 0);
 			return 0;
 		}
 		if (n < 0)

@@ -21,6 +21,9 @@ struct proc_event_hooks {
 	int (*named)(pid_t pid);
 	void (*leader_exited)(pid_t tgid);
 	void (*creds_changed)(pid_t pid);
+	/* After the rescan that a loss of events (ENOBUFS) caused: a uid or
+	 * gid change among them went unseen. */
+	void (*events_lost)(void);
 	/* Every few seconds, from the listener thread: what the FUSE face
 	 * keeps only while used. */
 	void (*sweep)(void);

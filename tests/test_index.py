@@ -273,6 +273,15 @@ def netlink_drops(pid):
     return sum(int(r[8]) for r in rows if r[9] in inodes and r[1] == "11")  # NETLINK_CONNECTOR
 
 
+def overflow_events(server):
+    """Forks until the stopped listener's socket drops events."""
+    for _ in range(100):
+        if netlink_drops(server):
+            break
+        fork_burst(500, vfork=True)
+    assert netlink_drops(server), "the socket never overflowed"
+
+
 def test_enobufs_with_stale_fork_deep_in_queue(mount_with):
     """The default socket holds some ten thousand events when it overflows, more than
     any fixed number of reads drains. A process whose FORK event is deep in that queue
@@ -283,14 +292,34 @@ def test_enobufs_with_stale_fork_deep_in_queue(mount_with):
     with ThreadsStopped(server, ["pf-events"]):
         fork_burst(2500, vfork=True)  # 5000 events ahead of s's FORK
         s = subprocess.Popen(["sleep", "600"])
-        for _ in range(100):
-            if netlink_drops(server):
-                break
-            fork_burst(500, vfork=True)
-        assert netlink_drops(server), "the socket never overflowed"
+        overflow_events(server)
         s.kill()  # its EXIT event is lost: the socket is full
         s.wait()
     assert_gone_after_rescan(m, s.pid)
+
+
+def test_enobufs_drops_cached_owners(mount_with):
+    """A uid change whose event is lost in an overflow: after the rescan, the owners the
+    kernel had cached (the process's directory, its files) are asked again."""
+    m = mount_with()
+    server = m.server_pid()
+    code = ("import ctypes, os, sys\n"
+            "print(flush=True); sys.stdin.readline()\n"
+            "os.setresuid(65534, 65534, 0)\n"
+            "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"  # PR_SET_DUMPABLE: files 65534's
+            "print(flush=True); sys.stdin.readline()\n")
+    with Stepper(code) as p:
+        paths = [m.p(p.pid), m.p(p.pid, "environ")]
+        assert str(p.pid) in os.listdir(m.path)  # indexed (its FORK applied): cacheable
+        assert [os.stat(x).st_uid for x in paths] == [0, 0]  # now cached
+        with ThreadsStopped(server, ["pf-events"]):
+            overflow_events(server)
+            p.step()  # its UID event is lost: the socket is full
+        wait_for(lambda: "process events lost (ENOBUFS)" in m.output(), 5, "the rescan")
+        real = [os.stat(x.replace(m.path, "/proc", 1)).st_uid for x in paths]
+        assert real == [65534, 65534]
+        wait_for(lambda: [os.stat(x).st_uid for x in paths] == real, 5,
+                 "the cached owners to be dropped after the loss")
 
 
 def test_enobufs_during_storm_keeps_long_lived(mount_with):
@@ -523,20 +552,54 @@ def test_telldir_seekdir_round_trip(mnt, churn):
         stop_all(steady)
 
 
+def test_task_files_cached_until_an_event(mnt):
+    """The files in a process's directory, and their owner, are cached while it lives
+    (a change without an event stays unseen past the 1 s lifetime of other names), and
+    a uid event drops them: the owner /proc gives shows at once."""
+    code = ("import ctypes, os, sys\n"
+            "print(flush=True); sys.stdin.readline()\n"
+            "os.setresuid(65534, 65534, 0)\n"  # an event; no longer dumpable: files root's
+            "print(flush=True); sys.stdin.readline()\n"
+            "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"  # PR_SET_DUMPABLE: 65534's, no event
+            "print(flush=True); sys.stdin.readline()\n"
+            "os.setresuid(-1, -1, 65534)\n"  # the saved uid alone: an event, dumpable stays
+            "print(flush=True); sys.stdin.readline()\n")
+    with Stepper(code) as p:
+        real, path = "/proc/%d/environ" % p.pid, os.path.join(mnt.path, str(p.pid), "environ")
+        # A listing applies the events queued before it: its FORK is in the index, and
+        # from now on what the kernel is told about it is cached.
+        assert str(p.pid) in os.listdir(mnt.path)
+        assert os.stat(os.path.dirname(path)).st_uid == os.stat(path).st_uid == 0
+        p.step()
+        # The directory's owner is cached until an event: seeing the new one means the
+        # event was applied, and the names below were dropped with it.
+        wait_for(lambda: os.stat(os.path.dirname(path)).st_uid == 65534, 5,
+                 "the first uid event to be applied")
+        assert os.stat(path).st_uid == os.stat(real).st_uid == 0
+        p.step()
+        assert os.stat(real).st_uid == 65534
+        time.sleep(1.5)
+        assert os.stat(path).st_uid == 0, "the owner was asked again without an event"
+        p.step()
+        # Cached until an event (above): only the event can show the new owner. The
+        # bound is the scheduler's, for a loaded machine.
+        wait_for(lambda: os.stat(path).st_uid == os.stat(real).st_uid, 10,
+                 "the uid event to drop the cached owner")
+
+
 def test_uid_change_drops_cached_attributes(mnt):
-    """A process's directory attributes are cached (attr_timeout, 1 s) but its setuid
-    comes as a process event that drops them: the new owner shows well within that."""
+    """A process's directory attributes are cached until an event: its setuid comes as
+    one, which drops them (test_task_files_cached_until_an_event shows that nothing
+    else does)."""
     code = ("import os, sys\n"
             "print(flush=True); sys.stdin.readline()\n"
             "os.setgid(65534); os.setuid(65534)\n"
             "print(flush=True); sys.stdin.readline()\n")
     with Stepper(code) as p:
         path = os.path.join(mnt.path, str(p.pid))
+        assert str(p.pid) in os.listdir(mnt.path)  # indexed (its FORK applied): cacheable
         assert os.stat(path).st_uid == 0
         assert os.stat(path).st_uid == 0  # now cached by the kernel
         p.step()
         assert os.stat("/proc/%d" % p.pid).st_uid == 65534
-        deadline = time.time() + 0.5  # half the attribute lifetime
-        while os.stat(path).st_uid != 65534:
-            assert time.time() < deadline, "owner change not seen through the mount"
-            time.sleep(0.01)
+        wait_for(lambda: os.stat(path).st_uid == 65534, 10, "the owner change to show")

@@ -78,7 +78,7 @@ static struct dir_handle *dir_handle_of(fuse_req_t req, struct node *n,
 		return h;
 	if ((*err = dir_handle_make(req, n, &h)))
 		return NULL;
-	named = handle_adopt(fi->fh, h);
+	named = handle_adopt(fi->fh, h, n);
 	if (named != h)
 		dir_handle_free(h);
 	if (!named)
@@ -99,7 +99,7 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if ((r = dir_handle_make(req, node_from_ino(ino), &h)))
 		return reply_err(req, r);
-	if (!(fi->fh = handle_give(h))) {
+	if (!(fi->fh = handle_give(h, node_from_ino(ino)))) {
 		dir_handle_free(h);
 		return reply_err(req, -ENOMEM);
 	}

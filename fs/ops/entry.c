@@ -143,6 +143,13 @@ static enum name_life life_in(const struct node *parent, const struct name_class
 /* "Until an event says otherwise": see entry_timeout_for. */
 #define PROCESS_LIFETIME_S 86400.0
 
+/* In a task's directory, the directories count what changes without an
+ * event (fd/ its open files in st_size, task/ its threads and net/ its
+ * namespace's entries in st_nlink), and the links that stand for shared
+ * ones (a thread's fd/, fdinfo/, net/, a thread id's task/) are asked again
+ * soon (dedup): their attributes keep attr_timeout. */
+#define NC_DEDUP_LINKS (NC_THREADS_LINK | NC_THREAD_FILES | NC_THREAD_NET)
+
 static double attr_timeout_for(const struct node *n)
 {
 	enum name_life life = n->cls->life;
@@ -150,26 +157,29 @@ static double attr_timeout_for(const struct node *n)
 	if (life == LIFE_NONE || life == LIFE_NAME ||
 	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
 		return 0;
-	/* A live leader's directory changes owner with its uid or gid, which an
-	 * event says (invalidate.c drops its name and attributes); below it,
-	 * names held open outlive that drop (nothing announces the reaping), so
-	 * they keep the usual lifetimes. */
-	if (life == LIFE_PROCESS)
+	/* A live leader's directory, and the files and links in its tasks'
+	 * directories, change owner with its uid or gid, which an event says
+	 * (invalidate.c drops its name, and every name and attribute below). */
+	if (life == LIFE_PROCESS ||
+	    (life == LIFE_TASK && n->type != S_IFDIR && !(n->cls->flags & NC_DEDUP_LINKS)))
 		return PROCESS_LIFETIME_S;
 	return pf.attr_timeout;
 }
 
 #define DEDUP_RECHECK_S 1.0
 
-/* "Until the exit event drops it": a live leader's name (the kernel keeps it
- * while memory allows; invalidate.c drops it at the exit, and the names
- * below with it, but for those held open: these keep the usual lifetime). */
+/* "Until the exit event drops it": a live leader's name and the fixed names
+ * in its tasks' directories (the kernel keeps them while memory allows;
+ * invalidate.c drops the leader's name at the exit, the names below with it
+ * and those held open; a thread's directory is asked again at every walk).
+ * A cached name of a process that exited still fails at once: every
+ * operation checks the process generation. */
 static double entry_timeout_for(enum name_life life)
 {
 	if (life == LIFE_NONE)
 		return 0;
-	/* life_in gave this only for a live leader whose exit an event will say */
-	return life == LIFE_PROCESS ? PROCESS_LIFETIME_S : pf.entry_timeout;
+	/* life_in gave these only inside a live leader whose exit an event will say */
+	return life == LIFE_PROCESS || life == LIFE_TASK ? PROCESS_LIFETIME_S : pf.entry_timeout;
 }
 
 static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
@@ -249,6 +259,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_from_ino(parent);
 	const struct name_class *cls;
 	struct fuse_entry_param e;
+	enum name_life life;
 	struct caller c;
 	int r;
 
@@ -259,10 +270,10 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return reply_err(req, r);
 	r = node_walk_error(p, lookup_child(p, cls, name, &e));
 	caller_end(&c);
-	if (r == -ENOENT && life_in(p, cls, name) == LIFE_FIXED) {
+	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = pf.entry_timeout;
+		e.entry_timeout = entry_timeout_for(life);
 		fuse_reply_entry(req, &e);
 		return;
 	}

@@ -140,7 +140,7 @@ void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if ((r = open_file_make(req, n, fi->flags, &of)))
 		return reply_err(req, r);
-	if (!(fi->fh = handle_give(of))) {
+	if (!(fi->fh = handle_give(of, n))) {
 		open_file_close(n, of);
 		return reply_err(req, -ENOMEM);
 	}
@@ -163,7 +163,7 @@ static struct open_file *open_file_of(fuse_req_t req, struct node *n,
 		return of;
 	if ((*err = open_file_make(req, n, fi->flags, &of)))
 		return NULL;
-	named = handle_adopt(fi->fh, of);
+	named = handle_adopt(fi->fh, of, n);
 	if (named != of)
 		open_file_close(n, of);
 	if (!named)

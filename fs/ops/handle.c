@@ -20,6 +20,7 @@ struct handle {
 	struct cds_lfht_node by_token;
 	uint64_t token;
 	void *obj;
+	const struct node *node; /* what it is open on */
 	struct rcu_head rcu;
 };
 
@@ -52,7 +53,7 @@ static int token_match(struct cds_lfht_node *ht_node, const void *key)
 
 /* Makes token name obj unless it names something already; returns what it
  * names (NULL: memory is short). */
-static void *add_unique(uint64_t token, void *obj)
+static void *add_unique(uint64_t token, void *obj, const struct node *n)
 {
 	struct handle *h = malloc(sizeof(*h)), *there;
 	struct cds_lfht_node *ht;
@@ -62,6 +63,7 @@ static void *add_unique(uint64_t token, void *obj)
 		return NULL;
 	h->token = token;
 	h->obj = obj;
+	h->node = n;
 	tsan_published(h);
 	rcu_read_lock();
 	ht = cds_lfht_add_unique(tokens, token_hash(token), token_match, &token, &h->by_token);
@@ -79,7 +81,7 @@ static void tokens_ready(void)
 	rcu_thread_register_once();
 }
 
-uint64_t handle_give(void *obj)
+uint64_t handle_give(void *obj, const struct node *n)
 {
 	uint64_t token;
 	void *named;
@@ -87,7 +89,7 @@ uint64_t handle_give(void *obj)
 	tokens_ready();
 	do { /* 0 is the root's (dir.c); a taken one was adopted from before */
 		token = token_base + atomic_fetch_add(&tokens_given, 1);
-		if (token && !(named = add_unique(token, obj)))
+		if (token && !(named = add_unique(token, obj, n)))
 			return 0;
 	} while (!token || named != obj);
 	return token;
@@ -116,10 +118,24 @@ void *handle_find(uint64_t token)
 	return obj;
 }
 
-void *handle_adopt(uint64_t token, void *obj)
+void *handle_adopt(uint64_t token, void *obj, const struct node *n)
 {
 	tokens_ready();
-	return add_unique(token, obj);
+	return add_unique(token, obj, n);
+}
+
+void handle_for_each_node(void (*fn)(const struct node *n, void *arg), void *arg)
+{
+	struct cds_lfht_iter iter;
+	struct handle *h;
+
+	tokens_ready();
+	rcu_read_lock();
+	cds_lfht_for_each_entry(tokens, &iter, h, by_token) {
+		tsan_found(h);
+		fn(h->node, arg);
+	}
+	rcu_read_unlock();
 }
 
 static void handle_free_rcu(struct rcu_head *head)

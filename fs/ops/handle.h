@@ -5,8 +5,10 @@
 
 #include <stdint.h>
 
-/* A new token for obj; 0 when memory is short. */
-uint64_t handle_give(void *obj);
+struct node;
+
+/* A new token for obj, open on node n; 0 when memory is short. */
+uint64_t handle_give(void *obj, const struct node *n);
 
 /* What token names here, or NULL: a token of an earlier server on the same
  * connection (fs/daemon/supervisor.c), which only a fixed node can carry. */
@@ -15,7 +17,11 @@ void *handle_find(uint64_t token);
 /* Makes token, an earlier server's, name obj here. Returns what it names
  * now: obj, or what a concurrent request adopted first (the caller then
  * frees obj); NULL when memory is short. */
-void *handle_adopt(uint64_t token, void *obj);
+void *handle_adopt(uint64_t token, void *obj, const struct node *n);
+
+/* Calls fn for the node of every handle, in an RCU read-side section (the
+ * kernel holds each node while its handle is open). */
+void handle_for_each_node(void (*fn)(const struct node *n, void *arg), void *arg);
 
 /* Forgets token; returns what it named, or NULL. */
 void *handle_drop(uint64_t token);

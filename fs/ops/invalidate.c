@@ -1,16 +1,20 @@
 /* Keeps the kernel's caches honest when processes change: the name of a
- * leader that exited is dropped (it is cached only while its leader lives),
- * and a process whose uid or gid changed has its directory's attributes
- * dropped. Called from the event listener thread, and from a request that
- * found a process gone before its exit event (entry.c). */
+ * leader that exited is dropped (it and the fixed names below are cached
+ * only while its leader lives), with the names held open below it; a
+ * process whose uid or gid changed has its name dropped, and every name and
+ * attribute below; after a loss of events, every process's. Called from the
+ * event notifier thread, and from a request that found a process gone
+ * before its exit event (entry.c). */
 #include "fs/ops/invalidate.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache/proc_events.h"
+#include "fs/ops/handle.h"
 
 static struct fuse_session *session;
 
@@ -53,6 +57,23 @@ int invalidate_store_byte(const struct node *n, off_t at)
 	return fuse_lowlevel_notify_store(session, node_ino(n), at, &one, 0);
 }
 
+/* The names held open in its directories (an open file, a directory fd)
+ * outlive the drop of its name, and the kernel may keep them until an event
+ * says otherwise: each is dropped too, so that a walk from a held directory
+ * asks again (and gets procfs's answer once the process is reaped). */
+static void drop_held_name(const struct node *n, void *tgid)
+{
+	if (n->owner.tgid && (!tgid || n->owner.tgid == *(pid_t *)tgid) &&
+	    n->parent_serial != NODE_ROOT_ID)
+		fuse_lowlevel_notify_inval_entry(session, n->parent_serial, n->name, strlen(n->name));
+}
+
+static void drop_held_names(pid_t tgid)
+{
+	rcu_thread_register_once();
+	handle_for_each_node(drop_held_name, tgid ? &tgid : NULL);
+}
+
 static void on_leader_exited(pid_t tgid)
 {
 	char name[16];
@@ -61,12 +82,15 @@ static void on_leader_exited(pid_t tgid)
 	if (!n)
 		return;
 	invalidate_process_name(n);
+	drop_held_names(tgid);
 	node_forget(n, 1);
 }
 
 /* Its entries' owner follows its uid and gid: the kernel drops the process's
- * name, and every name and attribute below it, to ask again. (Not a drop
- * for its exit: name_dropped stays as it is.) */
+ * name, and every name and attribute below it, to ask again, then the
+ * directory's attributes (held open, it outlives its name). In that order,
+ * whoever sees the directory's new owner finds nothing old below it. (Not a
+ * drop for its exit: name_dropped stays as it is.) */
 static void on_creds_changed(pid_t pid)
 {
 	char name[16];
@@ -74,9 +98,23 @@ static void on_creds_changed(pid_t pid)
 
 	if (!n)
 		return;
-	fuse_lowlevel_notify_inval_inode(session, node_ino(n), -1, 0);
 	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
+	fuse_lowlevel_notify_inval_inode(session, node_ino(n), -1, 0);
 	node_forget(n, 1);
+}
+
+/* Among lost events a uid or gid change may have gone unseen: every process
+ * the kernel holds anything of is asked about again, as after a change of
+ * its credentials. (Lost exits are the rescan's: the index drops them.) */
+static void on_events_lost(void)
+{
+	pid_t *pids;
+	size_t n = node_child_pids(node_root(), &pids);
+
+	for (size_t i = 0; i < n; i++)
+		on_creds_changed(pids[i]);
+	free(pids);
+	drop_held_names(0); /* lost exits among them */
 }
 
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
@@ -85,4 +123,5 @@ void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
 	hooks->named = pid_named;
 	hooks->leader_exited = on_leader_exited;
 	hooks->creds_changed = on_creds_changed;
+	hooks->events_lost = on_events_lost;
 }

@@ -80,58 +80,60 @@ static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0, 0 };
 static const struct name_entry task_entries[] = {
 	/* kernel/cgroup/cgroup.c proc_cgroup_show, cpuset.c proc_cpuset_show:
 	 * paths below the reader's cgroup namespace root */
-	{ "cgroup", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
-	{ "cpuset", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
+	{ "cgroup", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, 0 } },
+	{ "cpuset", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, 0 } },
 	/* base.c proc_pid_readlink: d_path, relative to the reader's root */
-	{ "cwd", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
-	{ "exe", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "cwd", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
+	{ "exe", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
 	/* user_namespace.c uid_m_show: relative to the opener's user namespace */
-	{ "gid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "gid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, 0 } },
 	/* audit loginuid in the opener's user namespace (f_cred) */
-	{ "loginuid", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
-	{ "map_files", { &volatile_table, LIFE_FIXED, 0, 0, 0 } },
+	{ "loginuid", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, 0 } },
+	{ "map_files", { &volatile_table, LIFE_TASK, 0, 0, 0 } },
 	/* task_mmu.c show_map_vma: seq_file_path, relative to the reader's root */
-	{ "maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "maps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
 	/* show_mountinfo: a cgroup mount's root relative to the reader's cgroup ns */
-	{ "mountinfo", { &plain_table, LIFE_FIXED, RNS(RNS_CGROUP), 0, 0 } },
-	{ "numa_maps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
-	{ "projid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
-	{ "root", { NULL, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
-	{ "smaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "mountinfo", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, 0 } },
+	{ "numa_maps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
+	{ "projid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, 0 } },
+	{ "root", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
+	{ "smaps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, 0 } },
 	/* array.c do_task_stat: start time plus the reader's boottime offset;
 	 * the reader's own state when it reads itself */
-	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, SELF_STAT } },
+	{ "stat", { &plain_table, LIFE_TASK, RNS(RNS_TIME), 0, SELF_STAT } },
 	/* array.c task_state: Uid/Gid in the opener's user namespace */
-	{ "status", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, SELF_STATUS } },
-	{ "uid_map", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
-	{ "wchan", { &plain_table, LIFE_FIXED, 0, 0, SELF_WCHAN } },
+	{ "status", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, SELF_STATUS } },
+	{ "uid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, 0 } },
+	{ "wchan", { &plain_table, LIFE_TASK, 0, 0, SELF_WCHAN } },
 };
-static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NULL, &plain);
+/* Any other name in a task's directory: fixed while the task lives. */
+static const struct name_class task_plain = { &plain_table, LIFE_TASK, 0, 0, 0 };
+static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NULL, &task_plain);
 
 static const struct name_entry process_entries[] = {
-	{ "attr", { &plain_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE, 0 } },
+	{ "attr", { &plain_table, LIFE_TASK, 0, 0, 0 } },
+	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
-	{ "net", { &pid_net_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "ns", { &links_table, LIFE_FIXED, 0, 0, 0 } },
-	{ "task", { &tasks_table, LIFE_FIXED, 0, NC_THREADS_LINK, 0 } },
+	{ "net", { &pid_net_table, LIFE_TASK, 0, 0, 0 } },
+	{ "ns", { &links_table, LIFE_TASK, 0, 0, 0 } },
+	{ "task", { &tasks_table, LIFE_TASK, 0, NC_THREADS_LINK, 0 } },
 };
 static const struct name_table process_table = TABLE(process_entries, &task_common, NULL,
-						     &target_many, &plain);
+						     &target_many, &task_plain);
 
 /* In a thread, fd/, fdinfo/ and net/ may be the leader's; ns/ and attr/
  * are listed from templates. */
 static const struct name_entry thread_entries[] = {
-	{ "attr", { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
-	{ "fd", { &fd_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_FIXED, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
-	{ "net", { &pid_net_table, LIFE_FIXED, 0, NC_THREAD_NET, 0 } },
-	{ "ns", { &links_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 } },
+	{ "attr", { &thread_fixed_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },
+	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "net", { &pid_net_table, LIFE_TASK, 0, NC_THREAD_NET, 0 } },
+	{ "ns", { &links_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },
 };
 static const struct name_table thread_table = TABLE(thread_entries, &task_common, NULL,
-						    &target_many, &plain);
+						    &target_many, &task_plain);
 
 /* attr/'s subdirectories (apparmor, smack...) are fixed for every thread too. */
 static const struct name_class thread_fixed = { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 };

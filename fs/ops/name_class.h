@@ -30,6 +30,9 @@ enum reader_ns_kind {
 enum name_life {
 	LIFE_FIXED,        /* the name, present or absent, and its attributes */
 	LIFE_PROCESS,      /* a pid at the root: the name while its leader lives */
+	LIFE_TASK,         /* a fixed name in a task's directory: the name, present or
+			    * absent, while the task lives, and a non-directory's
+			    * attributes (its owner follows uid/gid events) */
 	LIFE_NAME,         /* the name while present; attributes asked every time */
 	LIFE_OBJECT,       /* a link target naming one object ("socket:[N]") */
 	LIFE_NONE,         /* nothing: asked every time */
