@@ -193,6 +193,12 @@ outcome() { # KEY TOOL ARM
 		exporter_alive "$arm"
 		[[ -s $out ]] && NOTE[$key|$arm]+=", collectors failing: $(grep -c '^node_scrape_collector_success.* 0$' "$out" || true)"
 	fi
+	if [[ $tool == lsof* && $arm != bindfs ]]; then
+		# a FUSE mount gives its own st_dev to whatever its entries' stat returns: lines whose
+		# DEVICE is the mount's show where lsof's output changed (pipes, sockets, anon inodes)
+		NOTE[$key|$arm]+=", TYPE unknown on $(grep -c ' unknown ' "$out" || true) lines"
+		[[ $arm == proc ]] || NOTE[$key|$arm]+=", DEVICE = the mount's own ($(stat -c '%Hd,%Ld' "${MNT[$arm]}")) on $(grep -cw -- "$(stat -c '%Hd,%Ld' "${MNT[$arm]}")" "$out" || true) lines"
+	fi
 	return 0
 }
 # the series of a scrape (metric names and labels, values dropped) that one arm has and
@@ -324,15 +330,19 @@ until [[ -s $WORK/threads.json ]]; do
 	sleep 0.2
 done
 BIG_TOOLS=("ps -ef" "pgrep -x sleep" "top -bn1" dirtime)
+for _ in $(seq 30); do # until the daemon is quiet (under 50 ms of CPU in a second), at most 30 s
+	c0=$(ticks); sleep 1
+	(($(ticks) - c0 < HZ / 20)) && break
+done
 rounds big "${BIG_TOOLS[@]}"
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg) # before the threads go: their exit makes a load of thousands
 stop_pid "$TPID" KILL; TPID=
 
-LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$((SECONDS - T_START))
 mapfile -t DPIDS1 < <(tree_pids "${DAEMON[procfast]}")
 NE_NOTES=$(exporter_log_note procfast; exporter_log_note bindfs)
 DLOG_LINES=$(grep -c . "$WORK/procfast.log" || true)
-DLOG=$(head -3 "$WORK/procfast.log" | sed 's/^/    /')
+DLOG=$(awk '{n[$0]++; if (n[$0] == 1) o[++k] = $0} END {for (i = 1; i <= k; i++) printf "    %s%s\n", o[i], (n[o[i]] > 1 ? "  (" n[o[i]] " times)" : "")}' "$WORK/procfast.log" | head -8)
 for arm in "${!NE[@]}"; do stop_pid "${NE[$arm]}"; done
 NE=()
 
@@ -404,7 +414,7 @@ section=$(cat <<EOF
 ## tools: real tools over /proc, procfast and bindfs, cold and warm (issue 11)
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), $((ELAPSED / 60)) min $((ELAPSED % 60)) s;
-kernel $(uname -r), $(nproc) CPUs; load average $LOAD0 before, $LOAD1 after (1-min load at
+kernel $(uname -r), $(nproc) CPUs; load average $LOAD0 before, $LOAD1 after the last round (1-min load at
 the start of each round: $LOAD_MIN–$LOAD_MAX); other procfast daemons' processes running at start: $OTHERS,
 other procfast or bindfs mounts: $OTHER_MOUNTS (the machine was shared: figures are only as good as that load allows).
 procfast: $BUILD, \`procfast -f MOUNT\`; $PROCS0 processes, $FDS0 open fds at start.
@@ -453,7 +463,7 @@ $(req_rows)
 - node_exporter scrape: $(cpu_pass scrape).
 
 procfast's processes: ${#DPIDS[@]} at start, ${#DPIDS1[@]} at the end ($( [[ "${DPIDS[*]}" == "${DPIDS1[*]}" ]] && echo "the same" || echo "CHANGED: ${DPIDS[*]} → ${DPIDS1[*]}")).
-Its stderr ($DLOG_LINES lines, first 3):
+Its stderr ($DLOG_LINES lines; each distinct line once, in order, first 8):
 
 $DLOG
 
