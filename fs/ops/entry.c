@@ -174,12 +174,18 @@ static double attr_timeout_for(const struct node *n)
  * and those held open; a thread's directory is asked again at every walk).
  * A cached name of a process that exited still fails at once: every
  * operation checks the process generation. */
-static double entry_timeout_for(enum name_life life)
+static double entry_timeout_for(const struct node *parent, enum name_life life)
 {
 	if (life == LIFE_NONE)
 		return 0;
 	/* life_in gave these only inside a live leader whose exit an event will say */
-	return life == LIFE_PROCESS || life == LIFE_TASK ? PROCESS_LIFETIME_S : pf.entry_timeout;
+	if (life == LIFE_PROCESS || life == LIFE_TASK)
+		return PROCESS_LIFETIME_S;
+	/* A link target naming one object ("net:[N]" in ns/) names it for good:
+	 * whatever link points to it, the name is the object's. */
+	if (life == LIFE_OBJECT && parent->owner.tgid && process_cacheable(parent->owner.tgid))
+		return PROCESS_LIFETIME_S;
+	return pf.entry_timeout;
 }
 
 static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
@@ -229,7 +235,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
-	e->entry_timeout = entry_timeout_for(life);
+	e->entry_timeout = entry_timeout_for(p, life);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. */
 	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET | NC_THREADS_LINK)) &&
@@ -273,7 +279,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = entry_timeout_for(life);
+		e.entry_timeout = entry_timeout_for(p, life);
 		fuse_reply_entry(req, &e);
 		return;
 	}

@@ -156,8 +156,10 @@ static const struct name_class mapped_file = { NULL, LIFE_NONE, RNS(RNS_ROOT), 0
 static const struct name_table volatile_table = { NULL, 0, NULL, &mapped_file, &target_many,
 						  &mapped_file };
 
-/* ns/ and the like: fixed names that are links. */
-static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many, &plain };
+/* ns/: fixed names that are links, as long as the task lives (pstree stats
+ * each one of every process). */
+static const struct name_class ns_link = { NULL, LIFE_TASK, 0, 0, 0 };
+static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many, &ns_link };
 
 static const struct name_class pid_net = { &pid_net_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
 static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_many, &pid_net };
