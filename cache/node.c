@@ -363,13 +363,15 @@ long node_count(void)
 size_t node_child_pids(const struct node *parent, pid_t **pids)
 {
 	struct cds_lfht_iter iter;
+	struct cds_lfht_node *ht;
 	size_t n = 0, cap = 0;
 	pid_t *out = NULL, *more;
-	struct node *c;
 
 	rcu_thread_register_once();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(table, &iter, c, by_name) {
+	for (cds_lfht_first(table, &iter); (ht = cds_lfht_iter_get_node(&iter));
+	     cds_lfht_next(table, &iter)) {
+		const struct node *c = caa_container_of(ht, struct node, by_name);
 		char *end;
 		long pid;
 

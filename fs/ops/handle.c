@@ -127,11 +127,14 @@ void *handle_adopt(uint64_t token, void *obj, const struct node *n)
 void handle_for_each_node(void (*fn)(const struct node *n, void *arg), void *arg)
 {
 	struct cds_lfht_iter iter;
-	struct handle *h;
+	struct cds_lfht_node *ht;
 
 	tokens_ready();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(tokens, &iter, h, by_token) {
+	for (cds_lfht_first(tokens, &iter); (ht = cds_lfht_iter_get_node(&iter));
+	     cds_lfht_next(tokens, &iter)) {
+		const struct handle *h = caa_container_of(ht, struct handle, by_token);
+
 		tsan_found(h);
 		fn(h->node, arg);
 	}
