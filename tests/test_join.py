@@ -185,13 +185,13 @@ def test_sigterm_ends_every_mount(daemon):
 
 def test_many_mounts_handed_over(daemon):
     """More mounts than any fixed table of the supervisor's would hold (it waited for at
-    most 63 first servers at once): each hand-over is answered as soon as it is served."""
+    most 63 first servers at once): each hand-over is answered once it is served. One
+    never answered (the 64th, before) ends in Handed's 60 s timeout; how long each takes
+    is the machine's (20 s for the 61st under ASan at a high load), not asserted."""
     handed = []
     for _ in range(70):
-        start = time.time()
         h = daemon.hand_over()
         assert h.result.returncode == 0, h.result
-        assert time.time() - start < 10, "hand-over %d took %.1f s" % (len(handed), time.time() - start)
         handed.append(h)
     assert all(str(os.getpid()) in os.listdir(h.path) for h in handed)
     assert len(children(daemon.proc.pid)) == 71
