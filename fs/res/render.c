@@ -1,0 +1,49 @@
+#include "fs/res/render.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cgroup_cpu.h"
+
+const char *res_next_line(const char *l)
+{
+	const char *nl = strchr(l, '\n');
+
+	return nl && nl[1] ? nl + 1 : NULL;
+}
+
+size_t res_line_len(const char *l)
+{
+	const char *nl = strchr(l, '\n');
+
+	return nl ? (size_t)(nl - l) + 1 : strlen(l);
+}
+
+void res_copy_line(FILE *out, const char *l)
+{
+	fwrite(l, 1, res_line_len(l), out);
+}
+
+uint64_t res_meminfo_kb(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *l = text; l; l = res_next_line(l))
+		if (!strncmp(l, key, n))
+			return strtoull(l + n, NULL, 10);
+	return 0;
+}
+
+int res_visible_cpus(pid_t task, cpu_set_t *set, int *max_cpus)
+{
+	double exact;
+	int r, in_set;
+
+	if ((r = cg_cpuset(task, set)))
+		return r;
+	in_set = CPU_COUNT(set);
+	if (cg_cpu_quota(task, max_cpus, &exact) || !*max_cpus || *max_cpus > in_set)
+		*max_cpus = in_set;
+	return 0;
+}
