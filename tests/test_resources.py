@@ -1,0 +1,319 @@
+"""-o resources=: meminfo, cpuinfo, stat, uptime, loadavg, swaps and diskstats made from a
+cgroup's numbers, compared with Debian's lxcfs reading for the same cgroup at the same
+moment (this host's cgroup v1 hierarchies; v2 in test_resources_v2.py).
+
+lxcfs runs twice on scratch mount points: plainly, and with --enable-cfs -l (CPU view
+and load averages), which procfast always gives. A reader process placed in a cgroup
+made for the test reads both, in turn (tests/resources.py).
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, Mount
+from resources import (Cgroup, Lxcfs, Reader, agree, cpuinfo_blocks, meminfo, read,
+                       stat_cpus, stat_rest)
+
+MIB = 1 << 20
+CASES = {
+    "memory": dict(memory=256 * MIB),
+    "cpuset": dict(cpus="0"),
+    "quota": dict(quota=50000),          # half a CPU: shown as one
+    "quota_partial": dict(quota=150000),  # one and a half: two
+    "none": dict(),
+}
+# The fields LXCFS makes from the cgroup (src/proc_fuse.c proc_meminfo_read).
+MEMINFO_KEYS = ["MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached",
+                "Active", "Inactive", "Active(anon)", "Inactive(anon)", "Active(file)",
+                "Inactive(file)", "Unevictable", "SwapTotal", "SwapFree", "Dirty", "Writeback",
+                "AnonPages", "Mapped", "Shmem", "Slab", "SReclaimable", "SUnreclaim",
+                "AnonHugePages", "ShmemHugePages", "ShmemPmdMapped"]
+
+
+@pytest.fixture(scope="module")
+def lx():
+    m = Lxcfs()
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def lx_cfs():
+    m = Lxcfs("--enable-cfs", "-l")
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def pf():
+    m = Mount(["resources=caller"])
+    yield m
+    m.close()
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request):
+    cg = Cgroup(**CASES[request.param])
+    reader = Reader(cg)
+    yield request.param, cg, reader
+    reader.close()
+    cg.close()
+
+
+def host_meminfo():
+    with open("/proc/meminfo") as f:
+        return meminfo(f.read())
+
+
+def test_meminfo(pf, lx, case):
+    name, cg, reader = case
+    parsed = agree(reader, pf.p("meminfo"), lx.p("meminfo"), meminfo,
+                   lambda *p: [k for k in MEMINFO_KEYS if k in p[0]])
+    assert set(parsed[0]) == set(parsed[1])
+    limit = CASES[name].get("memory")
+    host = host_meminfo()["MemTotal"]
+    assert parsed[0]["MemTotal"] == (min(limit // 1024, host) if limit else host)
+
+
+def test_cpuinfo(pf, lx_cfs, case):
+    name, cg, reader = case
+    ours, theirs = reader.read(pf.p("cpuinfo"), lx_cfs.p("cpuinfo"))
+    assert cpuinfo_blocks(ours) == cpuinfo_blocks(theirs)
+    cpus = os.sched_getaffinity(reader.pid_inside)
+    quota = CASES[name].get("quota")
+    assert len(cpuinfo_blocks(ours)) == min(len(cpus), -(-quota // 100000) if quota else 99)
+
+
+def test_stat(pf, lx, lx_cfs, case):
+    name, cg, reader = case
+    if "quota" in name:
+        # lxcfs's CPU view counts from its own first read of the cgroup (a history it
+        # keeps); procfast's from the boot, as /proc: only the CPUs shown compare.
+        ours, theirs = reader.read(pf.p("stat"), lx_cfs.p("stat"))
+        assert list(stat_cpus(ours)) == list(stat_cpus(theirs))
+        assert set(stat_rest(ours)) == set(stat_rest(theirs))
+        return
+
+    def fields(text):
+        return {"%s.%d" % (cpu, i): v for cpu, vals in stat_cpus(text).items()
+                for i, v in enumerate(vals)}
+    parsed = agree(reader, pf.p("stat"), lx.p("stat"), fields, lambda *p: list(p[0]))
+    assert set(parsed[0]) == set(parsed[1])
+    ours, theirs = reader.read(pf.p("stat"), lx.p("stat"))
+    assert stat_rest(ours)["btime"] == stat_rest(theirs)["btime"]
+    assert set(stat_rest(ours)) == set(stat_rest(theirs))
+
+
+def test_uptime(pf, lx, case):
+    name, cg, reader = case
+    agree(reader, pf.p("uptime"), lx.p("uptime"),
+          lambda t: {i: round(float(x) * 100) for i, x in enumerate(t.split())},
+          lambda *p: [0, 1])
+
+
+def test_swaps(pf, lx, case):
+    name, cg, reader = case
+    ours, theirs = reader.read(pf.p("swaps"), lx.p("swaps"))
+    assert ours.split() == theirs.split()
+
+
+def test_diskstats(pf, lx):
+    """A cgroup that wrote to the disk with O_DIRECT: its own counts, the same as lxcfs's."""
+    cg = Cgroup()
+    target = "/var/tmp/%s.io" % cg.name
+    try:
+        subprocess.run(["sh", "-c", cg.join_command() + " exec dd if=/dev/zero of=%s bs=64k "
+                        "count=16 oflag=direct status=none" % target], check=True)
+        reader = Reader(cg)
+        try:
+            def fields(text):
+                return {"%s.%d" % (l.split()[2], i): int(v) for l in text.splitlines()
+                        for i, v in enumerate(l.split()[3:])}
+            parsed = agree(reader, pf.p("diskstats"), lx.p("diskstats"), fields,
+                           lambda *p: list(p[0]))
+            assert set(parsed[0]) == set(parsed[1]) and parsed[0], parsed
+        finally:
+            reader.close()
+    finally:
+        os.unlink(target)
+        cg.close()
+
+
+def test_loadavg(pf, lx_cfs):
+    """A cgroup with one task that spins: both follow it, count it running, and their
+    averages, sampled every 5 s on their own clocks, differ by less than two samples'
+    weight (1 - exp(-5/60) each, for the 1-minute average)."""
+    cg = Cgroup(cpus="0")
+    spinner = subprocess.Popen(["sh", "-c", cg.join_command() + " while :; do :; done"],
+                               start_new_session=True)
+    reader = Reader(cg)
+    try:
+        reader.read(pf.p("loadavg"), lx_cfs.p("loadavg"))  # both follow it from now
+        time.sleep(11)  # two samples of each
+        for _ in range(20):
+            ours, theirs = (t.split() for t in reader.read(pf.p("loadavg"), lx_cfs.p("loadavg")))
+            # running/total and the last pid: the same tasks, at each one's last sample
+            if ours[3] == theirs[3] and ours[4] == theirs[4]:
+                break
+            time.sleep(1)
+        assert ours[3] == theirs[3] and ours[4] == theirs[4], (ours, theirs)
+        assert ours[3].startswith("1/") or ours[3].startswith("2/"), ours
+        weight = 1 - 1884 / 2048
+        for i in range(3):
+            assert abs(float(ours[i]) - float(theirs[i])) <= 2 * weight + 0.01, (ours, theirs)
+        assert float(ours[0]) > 0
+    finally:
+        reader.close()
+        os.killpg(spinner.pid, signal.SIGKILL)
+        spinner.wait()
+        cg.close()
+
+
+def test_view_init_mode(lx):
+    """A pidns= view gives its pid 1's cgroup (resources=init, its default): the same as
+    lxcfs gives the processes of that namespace."""
+    cg = Cgroup(memory=128 * MIB, cpus="0")
+    # in the host's mount namespace, so that it sees both mounts
+    reader = Reader(cg, prefix=("unshare", "--pid", "--fork"))
+    view = None
+    try:
+        assert reader.pid_inside == 1
+        host_pid = int(read("/proc/%d/task/%d/children" % (reader.proc.pid, reader.proc.pid))
+                       .split()[0])
+        view = Mount(["pidns=/proc/%d/ns/pid" % host_pid])
+        parsed = agree(reader, view.p("meminfo"), lx.p("meminfo"), meminfo,
+                       lambda *p: [k for k in MEMINFO_KEYS if k in p[0]])
+        assert parsed[0]["MemTotal"] == 128 * 1024
+        ours, theirs = reader.read(view.p("cpuinfo"), lx.p("cpuinfo"))
+        assert cpuinfo_blocks(ours) == cpuinfo_blocks(theirs) and len(cpuinfo_blocks(ours)) == 1
+        # a reader outside the namespace gets the view's numbers too (init, not caller)
+        with open(view.p("meminfo")) as f:
+            assert meminfo(f.read())["MemTotal"] == 128 * 1024
+    finally:
+        reader.close()
+        if view:
+            view.close()
+        cg.close()
+
+
+def test_never_anothers_numbers(pf):
+    """A caller that may not read its cgroup's files gets the host's file, never the
+    numbers it may not read (lxcfs, reading as root, gives them)."""
+    cg = Cgroup(memory=64 * MIB)
+    os.chmod(cg.dir("memory"), 0o700)
+    reader = Reader(cg, user=65534)
+    try:
+        ours = meminfo(reader.read(pf.p("meminfo"))[0])
+        assert ours["MemTotal"] == host_meminfo()["MemTotal"]
+        os.chmod(cg.dir("memory"), 0o755)
+        assert meminfo(reader.read(pf.p("meminfo"))[0])["MemTotal"] == 64 * 1024
+    finally:
+        reader.close()
+        cg.close()
+
+
+def test_off_is_the_mirror(mount_with):
+    """resources=off (the host mount's default): the source's files, for every caller."""
+    plain = mount_with()
+    off = mount_with("resources=off")
+    cg = Cgroup(memory=64 * MIB, cpus="0")
+    reader = Reader(cg)
+    try:
+        for m in (plain, off):
+            assert meminfo(reader.read(m.p("meminfo"))[0])["MemTotal"] == \
+                host_meminfo()["MemTotal"]
+            assert len(cpuinfo_blocks(reader.read(m.p("cpuinfo"))[0])) == os.cpu_count()
+    finally:
+        reader.close()
+        cg.close()
+
+
+def test_offsets(pf):
+    """Reads at other offsets are slices of the text made at offset 0 (a read at 0 makes
+    it afresh, as LXCFS does); past the end, nothing."""
+    cg = Cgroup(memory=64 * MIB)
+    code = ("import os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "whole = os.pread(fd, 1 << 20, 0)\n"
+            "parts = [os.pread(fd, 7, o) for o in range(7, len(whole) + 20, 7)]\n"
+            "print(len(whole), int(bytes().join(parts) == whole[7:]),"
+            " len(os.pread(fd, 100, 1 << 40)))")
+    try:
+        out = subprocess.run(["sh", "-c", cg.join_command() + ' exec "$@"', "sh",
+                              "/usr/bin/python3", "-c", code, pf.p("meminfo")],
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert int(out[0]) > 0 and out[1:] == ["1", "0"], out
+    finally:
+        cg.close()
+
+
+def test_server_restart(mount_with):
+    """After the server is killed, the next one serves the cgroup's numbers as well."""
+    m = mount_with("resources=caller")
+    cg = Cgroup(memory=96 * MIB)
+    reader = Reader(cg)
+    try:
+        assert meminfo(reader.read(m.p("meminfo"))[0])["MemTotal"] == 96 * 1024
+        os.kill(m.server_pid(), signal.SIGKILL)
+        deadline = time.time() + 20
+        while True:
+            try:
+                text = reader.read(m.p("meminfo"))[0]
+                break
+            except AssertionError:
+                assert time.time() < deadline
+                time.sleep(0.1)
+        assert meminfo(text)["MemTotal"] == 96 * 1024
+    finally:
+        reader.close()
+        cg.close()
+
+
+def test_with_hidepid(mount_with):
+    """hidepid= composes: an unprivileged caller of a hidepid=invisible mount still gets
+    its cgroup's numbers."""
+    m = mount_with("resources=caller", "hidepid=invisible")
+    cg = Cgroup(memory=80 * MIB)
+    reader = Reader(cg, user=65534)
+    try:
+        assert meminfo(reader.read(m.p("meminfo"))[0])["MemTotal"] == 80 * 1024
+        assert reader.errnos(m.p("1/status")) == [2]  # ENOENT: pid 1 hidden from nobody
+    finally:
+        reader.close()
+        cg.close()
+
+
+def sampler_switches(mount):
+    """Context switches of the server's load sampler thread (cache/cgroup_load.c)."""
+    pid = mount.server_pid()
+    for tid in os.listdir("/proc/%d/task" % pid):
+        if read("/proc/%d/task/%s/comm" % (pid, tid)) == "pf-loadavg":
+            status = read("/proc/%d/task/%s/status" % (pid, tid))
+            return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+    raise AssertionError("no sampler thread")
+
+
+def test_no_work_while_nobody_reads(mount_with):
+    """Until a loadavg is read the sampler sleeps (no wake-up in 6 s); then it samples
+    that cgroup every 5 s."""
+    m = mount_with("resources=caller")
+    os.listdir(m.path)
+    before = sampler_switches(m)
+    with open(m.p("meminfo")) as f:  # other files start nothing
+        f.read()
+    time.sleep(6)
+    assert sampler_switches(m) == before
+    with open(m.p("loadavg")) as f:
+        f.read()
+    time.sleep(6)
+    assert sampler_switches(m) > before
+
+
+@pytest.mark.parametrize("value", ["bogus", "", "Caller"])
+def test_bad_option(value):
+    r = subprocess.run([BIN, "-f", "-o", "resources=" + value,
+                        "/nonexistent"], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "resources=" in r.stderr
