@@ -64,8 +64,10 @@ static void take_v2(const char *dir, const char *root)
 		list[0] = '\0';
 	fclose(f);
 	for (int c = 0; c < CG_CTRLS; c++) {
-		char *p = list;
-		/* space-separated there */
+		char words[sizeof(list)], *p = words;
+
+		/* space-separated there; strsep cuts its copy */
+		memcpy(words, list, sizeof(list));
 		for (char *w; (w = strsep(&p, " \n"));)
 			if (!strcmp(w, v2_names[c]))
 				take((enum cg_ctrl)c, dir, root, 1);
