@@ -253,7 +253,9 @@ static int take_resource_text(const struct node *n, struct open_file *of, const 
 {
 	struct source_reader r = { n, of, c->tid };
 	char *src = NULL, *text = NULL, *longer;
-	ssize_t len = self_state_text(n, &src, read_for, &r), made;
+	ssize_t len = self_state_text(n, &src, read_for, &r);
+	size_t text_len = 0;
+	int made;
 
 	if (len < 0)
 		return (int)len;
@@ -267,19 +269,21 @@ static int take_resource_text(const struct node *n, struct open_file *of, const 
 		free(src);
 		return -EACCES;
 	}
-	made = resources_render(of->res_file, &of->res, src, (size_t)len, &text);
+	made = resources_render(of->res_file, &of->res, src, &text, &text_len);
 	if (of->via_helper)
 		caller_leave();
 	if (made < 0) {
 		free(src);
-		return (int)made;
+		return made;
 	}
-	if (made == 0) /* the source's text stands */
-		text = src, made = len;
-	else
+	if (made == 0) { /* the source's text stands */
+		text = src;
+		text_len = (size_t)len;
+	} else {
 		free(src);
+	}
 	of->self_text = text;
-	of->self_len = (size_t)made;
+	of->self_len = text_len;
 	return 0;
 }
 

@@ -91,14 +91,14 @@ struct res_target resources_target(pid_t caller_tid)
 	return t;
 }
 
-ssize_t resources_render(enum res_file file, const struct res_target *target, const char *src,
-			 size_t len, char **out)
+int resources_render(enum res_file file, const struct res_target *target, const char *src,
+		     char **out, size_t *out_len)
 {
 	size_t size = 0;
 	FILE *f;
 	int r;
 
-	(void)len;
+	*out = NULL;
 	if (file <= RES_NONE || file >= RES_FILES || !target->cgroup)
 		return 0;
 	if (!(f = open_memstream(out, &size)))
@@ -115,7 +115,8 @@ ssize_t resources_render(enum res_file file, const struct res_target *target, co
 		/* what the caller may not see, or what is not there, is the source's */
 		return r == -ENOMEM ? r : 0;
 	}
-	return (ssize_t)size;
+	*out_len = size;
+	return 1;
 }
 
 /* The daemon's /proc, for the renderers' facts about tasks. */

@@ -35,10 +35,11 @@ int resources_on(void);
 /* Whose numbers caller_tid (0: unknown) gets. */
 struct res_target resources_target(pid_t caller_tid);
 
-/* The text of file for target, made from the source's text src: into *out
- * (malloc'd) with its length; 0 when the source's text stands (no cgroup,
- * not readable as the caller), -errno. Runs with the caller's credentials. */
-ssize_t resources_render(enum res_file file, const struct res_target *target, const char *src,
-			 size_t len, char **out);
+/* The text of file for target, made from the source's text src: 1 with it
+ * in *out (malloc'd, maybe empty) and *out_len; 0 when the source's text
+ * stands (no cgroup, not readable as the caller), -errno. Runs with the
+ * caller's credentials. */
+int resources_render(enum res_file file, const struct res_target *target, const char *src,
+		     char **out, size_t *out_len);
 
 #endif

@@ -128,8 +128,10 @@ int res_stat(const struct res_target *t, const char *src, FILE *out)
 	double exact;
 	int max, quota, r;
 
-	if (t->cgroup == 1 || (r = res_visible_cpus(t->cgroup, &set, &max)))
-		return t->cgroup == 1 ? 0 : r;
+	if (t->cgroup == 1) /* the host's init: the host's file (LXCFS) */
+		return 0;
+	if ((r = res_visible_cpus(t->cgroup, &set, &max)))
+		return r;
 	rest = take_cpus(src, &set, max, &c);
 	if (cg_cpu_quota(t->cgroup, &quota, &exact) || !quota || exact > c.n || !c.n)
 		exact = c.n;
