@@ -66,7 +66,7 @@ int cg_key_u64(const char *text, const char *key, uint64_t *v)
 int cg_min_up(const struct cg_path *p, const char *file, uint64_t *v)
 {
 	struct cg_path up = *p;
-	uint64_t here;
+	uint64_t here = 0;
 	int r = cg_read_u64(&up, file, v);
 
 	if (r)
