@@ -12,28 +12,28 @@
 #include "cache/cgroup_read.h"
 #include "cache/cpulist.h"
 
-int cg_cpuset(pid_t task, cpu_set_t *set)
+int cg_cpuset(const struct cg_set *cg, cpu_set_t *cpus)
 {
 	struct cg_path p;
 	char text[4096];
 	ssize_t r;
 
-	if ((r = cgroup_of(task, CG_CPUSET, &p)))
+	if ((r = cgroup_in(cg, CG_CPUSET, &p)))
 		return (int)r;
 	r = cg_read(&p, p.v2 ? "cpuset.cpus.effective" : "cpuset.cpus", text, sizeof(text));
 	if (r < 0)
 		return (int)r;
-	return cpulist_parse(text, set);
+	return cpulist_parse(text, cpus);
 }
 
 /* quota and period in microseconds; quota <= 0: none. */
-static int read_quota(pid_t task, int64_t *quota, int64_t *period)
+static int read_quota(const struct cg_set *set, int64_t *quota, int64_t *period)
 {
 	struct cg_path p;
 	char text[64];
 	ssize_t r;
 
-	if ((r = cgroup_of(task, CG_CPU, &p)))
+	if ((r = cgroup_in(set, CG_CPU, &p)))
 		return (int)r;
 	if (p.v2) {
 		if ((r = cg_read(&p, "cpu.max", text, sizeof(text))) < 0)
@@ -53,10 +53,10 @@ static int read_quota(pid_t task, int64_t *quota, int64_t *period)
 	return 0;
 }
 
-int cg_cpu_quota(pid_t task, int *cpus, double *exact)
+int cg_cpu_quota(const struct cg_set *set, int *cpus, double *exact)
 {
 	int64_t quota, period;
-	int r = read_quota(task, &quota, &period), nprocs = get_nprocs();
+	int r = read_quota(set, &quota, &period), nprocs = get_nprocs();
 
 	*cpus = 0;
 	*exact = 0;
@@ -112,14 +112,14 @@ static int parse_percpu(const char *text, struct cg_cpu_time *t, int n)
 	return 0;
 }
 
-int cg_cpu_times(pid_t task, struct cg_cpu_time *t, int n)
+int cg_cpu_times(const struct cg_set *set, struct cg_cpu_time *t, int n)
 {
 	struct cg_path p;
 	char buf[16384];
 	ssize_t r;
 
 	memset(t, 0, sizeof(*t) * (size_t)n);
-	if ((r = cgroup_of(task, CG_CPUACCT, &p)))
+	if ((r = cgroup_in(set, CG_CPUACCT, &p)))
 		return (int)r;
 	if (p.v2)
 		return -ENOENT;
@@ -130,14 +130,14 @@ int cg_cpu_times(pid_t task, struct cg_cpu_time *t, int n)
 	return (int)r;
 }
 
-int cg_cpu_busy_ns(pid_t task, uint64_t *ns)
+int cg_cpu_busy_ns(const struct cg_set *set, uint64_t *ns)
 {
 	struct cg_path p;
 	char text[2048];
 	uint64_t usec;
 	ssize_t r;
 
-	if ((r = cgroup_of(task, CG_CPUACCT, &p)))
+	if ((r = cgroup_in(set, CG_CPUACCT, &p)))
 		return (int)r;
 	if (!p.v2)
 		return cg_read_u64(&p, "cpuacct.usage", ns);

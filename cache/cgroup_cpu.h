@@ -7,23 +7,25 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cache/cgroup_fs.h"
+
 struct cg_cpu_time {
 	uint64_t user, system; /* USER_HZ ticks, as /proc/stat counts */
 };
 
-/* The CPUs task's cpuset allows (v1 cpuset.cpus, v2 cpuset.cpus.effective). */
-int cg_cpuset(pid_t task, cpu_set_t *set);
+/* The CPUs cg's cpuset allows (v1 cpuset.cpus, v2 cpuset.cpus.effective). */
+int cg_cpuset(const struct cg_set *cg, cpu_set_t *cpus);
 
-/* How many CPUs task's CFS quota allows, rounded up (0: no quota), and the
+/* How many CPUs set's CFS quota allows, rounded up (0: no quota), and the
  * exact ratio quota/period. 0, or -errno. */
-int cg_cpu_quota(pid_t task, int *cpus, double *exact);
+int cg_cpu_quota(const struct cg_set *set, int *cpus, double *exact);
 
-/* Per-CPU user and system time of task's cgroup for CPUs 0..n-1 (v1
+/* Per-CPU user and system time of set's cpuacct cgroup for CPUs 0..n-1 (v1
  * cpuacct.usage_all, or usage_percpu split as LXCFS splits it). 0, or
  * -errno (-ENOENT on v2, which keeps no per-CPU time). */
-int cg_cpu_times(pid_t task, struct cg_cpu_time *t, int n);
+int cg_cpu_times(const struct cg_set *set, struct cg_cpu_time *t, int n);
 
-/* Total CPU time of task's cgroup, in nanoseconds. 0, or -errno. */
-int cg_cpu_busy_ns(pid_t task, uint64_t *ns);
+/* Total CPU time of set's cpuacct cgroup, in nanoseconds. 0, or -errno. */
+int cg_cpu_busy_ns(const struct cg_set *set, uint64_t *ns);
 
 #endif

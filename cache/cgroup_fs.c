@@ -160,7 +160,6 @@ static const char *line_path(char *line, enum cg_ctrl c)
 
 	if (!id || !ctrls || !line)
 		return NULL;
-	line[strcspn(line, "\n")] = '\0';
 	if (by_ctrl[c].v2)
 		return !strcmp(id, "0") && !*ctrls ? line : NULL;
 	return in_list(ctrls, ctrl_names[c]) ? line : NULL;
@@ -183,33 +182,61 @@ static int relative(const char *path, const char *root, char *out, size_t size)
 	return 0;
 }
 
-int cgroup_of(pid_t task, enum cg_ctrl ctrl, struct cg_path *out)
+/* Fills set's entry for c from one line of /proc/PID/cgroup, if it is c's. */
+static void take_line(const char *line, enum cg_ctrl c, struct cg_set *set)
 {
-	char name[32];
-	__do_free char *line = NULL;
-	size_t cap = 0;
-	const char *path = NULL;
-	int fd, r = -ENOENT;
-	FILE *f;
+	char copy[8192]; /* line_path cuts it; the next controller reads the line again */
+	const char *path;
 
-	if (by_ctrl[ctrl].fd < 0 || task <= 0)
+	if (set->found[c] || by_ctrl[c].fd < 0)
+		return;
+	snprintf(copy, sizeof(copy), "%s", line);
+	if (!(path = line_path(copy, c)))
+		return;
+	set->of[c].dirfd = by_ctrl[c].fd;
+	set->of[c].v2 = by_ctrl[c].v2;
+	set->found[c] = !relative(path, by_ctrl[c].root, set->of[c].rel, sizeof(set->of[c].rel));
+}
+
+int cgroup_set(pid_t task, struct cg_set *set)
+{
+	char name[32], text[8192];
+	__do_close int fd = -1;
+	ssize_t len;
+
+	memset(set->found, 0, sizeof(set->found));
+	if (task <= 0)
 		return -ENOENT;
 	snprintf(name, sizeof(name), "%d/cgroup", task);
 	if ((fd = openat(selfproc_fd, name, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	if (!(f = fdopen(fd, "r"))) {
-		close(fd);
-		return -ENOMEM;
+	if ((len = read(fd, text, sizeof(text) - 1)) < 0)
+		return -errno;
+	text[len] = '\0';
+	for (char *l = text, *next; l && *l; l = next) {
+		next = strchr(l, '\n');
+		if (next)
+			*next++ = '\0';
+		for (int c = 0; c < CG_CTRLS; c++)
+			take_line(l, (enum cg_ctrl)c, set);
 	}
-	while (!path && getline(&line, &cap, f) > 0)
-		path = line_path(line, ctrl);
-	if (path) {
-		out->dirfd = by_ctrl[ctrl].fd;
-		out->v2 = by_ctrl[ctrl].v2;
-		r = relative(path, by_ctrl[ctrl].root, out->rel, sizeof(out->rel));
-	}
-	fclose(f);
-	return r;
+	return 0;
+}
+
+int cgroup_in(const struct cg_set *set, enum cg_ctrl ctrl, struct cg_path *out)
+{
+	if (!set->found[ctrl])
+		return -ENOENT;
+	*out = set->of[ctrl];
+	return 0;
+}
+
+int cgroup_of(pid_t task, enum cg_ctrl ctrl, struct cg_path *out)
+{
+	struct cg_set set;
+	int r = cgroup_set(task, &set);
+
+	return r ? r : cgroup_in(&set, ctrl, out);
 }
 
 int cgroup_parent(struct cg_path *p)

@@ -30,8 +30,20 @@ int cgroup_fs_init(const char *root, int selfproc);
 /* Whether any controller was found (else resources are the host's). */
 int cgroup_fs_available(void);
 
-/* The cgroup of task (a pid of the daemon's namespace) for ctrl. 0, or
- * -ENOENT (no such task, or no hierarchy for ctrl), -errno. */
+/* A task's cgroups, every controller's from one read of its /proc/PID/cgroup. */
+struct cg_set {
+	int found[CG_CTRLS];
+	struct cg_path of[CG_CTRLS];
+};
+
+/* The cgroups of task (a pid of the daemon's namespace). 0, or -errno
+ * (-ENOENT: no such task); a controller without a hierarchy is not found. */
+int cgroup_set(pid_t task, struct cg_set *set);
+
+/* One controller's cgroup in set: 0, or -ENOENT. */
+int cgroup_in(const struct cg_set *set, enum cg_ctrl ctrl, struct cg_path *out);
+
+/* The cgroup of task for ctrl alone. 0, or -ENOENT, -errno. */
 int cgroup_of(pid_t task, enum cg_ctrl ctrl, struct cg_path *out);
 
 /* Its parent: 0, or -1 at the root. */

@@ -39,13 +39,13 @@ static void read_v1(const struct cg_path *p, struct cg_io *io)
 				break;
 }
 
-struct cg_io *cg_io_read(pid_t task)
+struct cg_io *cg_io_read(const struct cg_set *set)
 {
 	struct cg_path p;
 	struct cg_io *io;
 	int r;
 
-	if ((r = cgroup_of(task, CG_BLKIO, &p))) {
+	if ((r = cgroup_in(set, CG_BLKIO, &p))) {
 		errno = -r;
 		return NULL;
 	}

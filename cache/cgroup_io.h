@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cache/cgroup_fs.h"
+
 struct cg_io_dev {
 	uint64_t reads, read_merged, read_sectors, read_ms;
 	uint64_t writes, write_merged, write_sectors, write_ms;
@@ -13,9 +15,9 @@ struct cg_io_dev {
 
 struct cg_io; /* the texts read, held for lookups by device */
 
-/* Reads task's block I/O statistics. NULL with errno set on failure
+/* Reads the block I/O statistics. NULL with errno set on failure
  * (ENOENT: no blkio/io controller). */
-struct cg_io *cg_io_read(pid_t task);
+struct cg_io *cg_io_read(const struct cg_set *set);
 void cg_io_free(struct cg_io *io);
 
 /* Device major:minor's numbers (zeros where none are kept). */

@@ -236,12 +236,12 @@ static struct followed *follow(const struct cg_path *cg, int *err)
 	return f;
 }
 
-int cg_load_get(pid_t task, struct cg_load *out)
+int cg_load_get(const struct cg_set *set, struct cg_load *out)
 {
 	struct cg_path cg;
 	char procs[PATH_MAX + 16];
 	struct followed *f;
-	int r = cgroup_of(task, CG_CPU, &cg);
+	int r = cgroup_in(set, CG_CPU, &cg);
 
 	if (r)
 		return r;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cache/cgroup_fs.h"
+
 #define LOAD_PERIOD_S 5
 #define LOAD_IDLE_S 600
 
@@ -27,9 +29,9 @@ struct cg_load {
  * /proc, where it counts tasks. 0, or -errno. */
 int cg_load_init(int selfproc);
 
-/* The load of task's cpu cgroup, once the caller (the calling thread's
+/* The load of set's cpu cgroup, once the caller (the calling thread's
  * credentials) may read its cgroup.procs. 0, or -errno. */
-int cg_load_get(pid_t task, struct cg_load *out);
+int cg_load_get(const struct cg_set *set, struct cg_load *out);
 
 /* How many cgroups are followed (for the tests, through the log). */
 unsigned cg_load_followed(void);

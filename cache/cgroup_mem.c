@@ -10,6 +10,7 @@
 struct names {
 	const char *limit[2], *usage[2], *swap_limit[2], *swap_usage[2];
 };
+/* (v1's limits come from memory.stat: [0] names what it summarises) */
 
 static const struct names files = {
 	{ "memory.limit_in_bytes", "memory.max" },
@@ -26,6 +27,9 @@ struct stat_key {
 
 #define KEY(v1, v2, field) { { v1, v2 }, offsetof(struct cg_memory, field) }
 static const struct stat_key stat_keys[] = {
+	/* v1 says the binding limits itself (the smallest up the tree) */
+	KEY("hierarchical_memory_limit", NULL, limit),
+	KEY("hierarchical_memsw_limit", NULL, swap_limit),
 	KEY("total_cache", "file", cache),
 	KEY("total_shmem", "shmem", shmem),
 	KEY("total_mapped_file", "file_mapped", mapped),
@@ -49,19 +53,21 @@ static int read_stat(const struct cg_path *p, struct cg_memory *m)
 		return (int)r;
 	for (size_t i = 0; i < sizeof(stat_keys) / sizeof(stat_keys[0]); i++) {
 		uint64_t *field = (uint64_t *)((char *)m + stat_keys[i].offset);
+		const char *key = stat_keys[i].name[p->v2];
 
-		if (cg_key_u64(text, stat_keys[i].name[p->v2], field))
+		if (key && cg_key_u64(text, key, field))
 			*field = 0;
 	}
 	return 0;
 }
 
-/* Swap alone, from v1's memory+swap or v2's swap files; off without them. */
+/* Swap alone, from v1's memory+swap or v2's swap files; off without them.
+ * v1's memory+swap limit came with memory.stat. */
 static void read_swap(const struct cg_path *p, struct cg_memory *m)
 {
 	int v = p->v2;
 
-	m->has_swap = !cg_min_up(p, files.swap_limit[v], &m->swap_limit) &&
+	m->has_swap = (!v ? m->swap_limit != 0 : !cg_min_up(p, files.swap_limit[v], &m->swap_limit)) &&
 		      !cg_read_u64(p, files.swap_usage[v], &m->swap_usage);
 	if (!m->has_swap || v)
 		return;
@@ -71,16 +77,19 @@ static void read_swap(const struct cg_path *p, struct cg_memory *m)
 	m->swap_usage = m->swap_usage > m->usage ? m->swap_usage - m->usage : 0;
 }
 
-int cg_memory_read(pid_t task, struct cg_memory *m)
+int cg_memory_read(const struct cg_set *set, int want_swap, struct cg_memory *m)
 {
 	struct cg_path p;
 	int r;
 
 	memset(m, 0, sizeof(*m));
-	if ((r = cgroup_of(task, CG_MEMORY, &p)) ||
-	    (r = cg_min_up(&p, files.limit[p.v2], &m->limit)) ||
-	    (r = cg_read_u64(&p, files.usage[p.v2], &m->usage)) || (r = read_stat(&p, m)))
+	if ((r = cgroup_in(set, CG_MEMORY, &p)) || (r = read_stat(&p, m)) ||
+	    (p.v2 && (r = cg_min_up(&p, files.limit[1], &m->limit))) ||
+	    (r = cg_read_u64(&p, files.usage[p.v2], &m->usage)))
 		return r;
-	read_swap(&p, m);
+	if (!p.v2 && !m->limit)
+		m->limit = CG_UNLIMITED; /* no hierarchical_memory_limit line */
+	if (want_swap)
+		read_swap(&p, m);
 	return 0;
 }

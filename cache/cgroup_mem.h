@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cache/cgroup_fs.h"
+
 struct cg_memory {
 	uint64_t limit;      /* the binding limit (own or an ancestor's); CG_UNLIMITED */
 	uint64_t usage;
@@ -16,9 +18,9 @@ struct cg_memory {
 	uint64_t active_anon, inactive_anon, active_file, inactive_file, unevictable;
 };
 
-/* The memory cgroup of task (a pid of the daemon's namespace), read as the
- * calling thread's credentials allow. 0, or -errno (-ENOENT: no memory
- * controller, no such task). */
-int cg_memory_read(pid_t task, struct cg_memory *m);
+/* The memory cgroup of set, read as the calling thread's credentials
+ * allow; its swap only when want_swap (the host has swap: else there is
+ * none to show). 0, or -errno (-ENOENT: no memory controller). */
+int cg_memory_read(const struct cg_set *set, int want_swap, struct cg_memory *m);
 
 #endif

@@ -215,9 +215,11 @@ def test_view_init_mode(lx):
             assert meminfo(f.read())["MemTotal"] == 128 * 1024
     finally:
         reader.close()
-        if view:
-            view.close()
-        cg.close()
+        try:
+            if view:
+                view.close()
+        finally:
+            cg.close()
 
 
 def test_never_anothers_numbers(pf):

@@ -112,11 +112,8 @@ static void open_file_free(struct open_file *of)
  * as LXCFS decides per read the same way (the init of a namespace stays). */
 static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
 {
-	struct caller c;
-
-	caller_load(req, &c);
 	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
-	of->res = resources_target(c.tid);
+	of->res = resources_target(fuse_req_ctx(req)->pid);
 }
 
 /* A source open of n as the caller, for the kernel's open flags. */
@@ -247,24 +244,49 @@ static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
 	return 0;
 }
 
+/* A resource file's whole source text, NUL-terminated. These are seq
+ * files, which fill a read unless at the end: a short read ends it (one
+ * read, not two, for the usual sizes). Its length, or -errno. */
+#define RES_SOURCE_START (64 * 1024)
+#define RES_SOURCE_MAX (4 * 1024 * 1024)
+
+static ssize_t resource_source(struct source_reader *r, char **text)
+{
+	size_t len = 0, cap = RES_SOURCE_START;
+	char *buf = malloc(cap), *more;
+	ssize_t got = 0;
+
+	while (buf && (got = read_for(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
+		len += (size_t)got;
+		if (len < cap - 1)
+			break;
+		if (cap >= RES_SOURCE_MAX || !(more = realloc(buf, cap *= 2)))
+			break;
+		buf = more;
+	}
+	if (!buf)
+		return -ENOMEM;
+	if (got < 0) {
+		free(buf);
+		return got;
+	}
+	buf[len] = '\0';
+	*text = buf;
+	return (ssize_t)len;
+}
+
 /* A resource file's text: the source's, made into the cgroup's (fs/res/),
  * with the caller's credentials (entered already but through a helper). */
 static int take_resource_text(const struct node *n, struct open_file *of, const struct caller *c)
 {
 	struct source_reader r = { n, of, c->tid };
-	char *src = NULL, *text = NULL, *longer;
-	ssize_t len = self_state_text(n, &src, read_for, &r);
+	char *src = NULL, *text = NULL;
+	ssize_t len = resource_source(&r, &src);
 	size_t text_len = 0;
 	int made;
 
 	if (len < 0)
 		return (int)len;
-	if (!(longer = realloc(src, (size_t)len + 1))) {
-		free(src);
-		return -ENOMEM;
-	}
-	src = longer;
-	src[len] = '\0';
 	if (of->via_helper && caller_enter(c)) {
 		free(src);
 		return -EACCES;

@@ -21,12 +21,14 @@ static int processor(const char *l)
 	return *p >= '0' && *p <= '9' ? atoi(p) : -1;
 }
 
-int res_cpuinfo(const struct res_target *t, const char *src, FILE *out)
+int res_cpuinfo(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	cpu_set_t set;
 	int max, shown = 0, printing = 0, cpu, r;
+	double exact;
 
-	if ((r = res_visible_cpus(t->cgroup, &set, &max)))
+	(void)t;
+	if ((r = res_visible_cpus(cg, &set, &max, &exact)))
 		return r;
 	for (const char *l = src; l; l = res_next_line(l)) {
 		if ((cpu = processor(l)) >= 0) {

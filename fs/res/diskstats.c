@@ -16,13 +16,14 @@ static int touched(const struct cg_io_dev *d)
 	       d->write_sectors || d->read_ms || d->write_ms;
 }
 
-int res_diskstats(const struct res_target *t, const char *src, FILE *out)
+int res_diskstats(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
-	struct cg_io *io = cg_io_read(t->cgroup);
+	struct cg_io *io = cg_io_read(cg);
 	struct cg_io_dev d;
 	unsigned major, minor;
 	char name[72];
 
+	(void)t;
 	if (!io)
 		return -errno;
 	for (const char *l = src; l; l = res_next_line(l)) {

@@ -10,14 +10,15 @@
 #define LOAD_INT(x) ((uint64_t)((x) >> FSHIFT))
 #define LOAD_FRAC(x) LOAD_INT(((x) & (FIXED_1 - 1)) * 100)
 
-int res_loadavg(const struct res_target *t, const char *src, FILE *out)
+int res_loadavg(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	struct cg_load l;
 	uint64_t a[3];
 	int r;
 
 	(void)src;
-	if ((r = cg_load_get(t->cgroup, &l)))
+	(void)t;
+	if ((r = cg_load_get(cg, &l)))
 		return r;
 	for (int i = 0; i < 3; i++)
 		a[i] = l.avenrun[i] + FIXED_1 / 200; /* rounded to the hundredth */

@@ -89,13 +89,14 @@ static const struct shown *find(const struct shown *s, int n, const char *line)
 	return NULL;
 }
 
-int res_meminfo(const struct res_target *t, const char *src, FILE *out)
+int res_meminfo(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	struct cg_memory m;
 	struct shown s[32];
 	int r, n;
 
-	if ((r = cg_memory_read(t->cgroup, &m)))
+	(void)t;
+	if ((r = cg_memory_read(cg, res_meminfo_kb(src, "SwapTotal:") > 0, &m)))
 		return r;
 	n = fill(&m, src, s, sizeof(s) / sizeof(s[0]));
 	for (const char *l = src; l; l = res_next_line(l)) {
@@ -121,16 +122,17 @@ static void host_swap_kb(uint64_t kb[2])
 	kb[1] = less(kb[0], (uint64_t)si.freeswap * si.mem_unit / 1024);
 }
 
-int res_swaps(const struct res_target *t, const char *src, FILE *out)
+int res_swaps(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	struct cg_memory m;
 	uint64_t kb[2];
 	int r;
 
 	(void)src;
-	if ((r = cg_memory_read(t->cgroup, &m)))
-		return r;
+	(void)t;
 	host_swap_kb(kb);
+	if ((r = cg_memory_read(cg, kb[0] > 0, &m)))
+		return r;
 	if (m.has_swap)
 		swap_kb(&m, kb[0], kb);
 	/* LXCFS's columns */

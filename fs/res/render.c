@@ -35,15 +35,16 @@ uint64_t res_meminfo_kb(const char *text, const char *key)
 	return 0;
 }
 
-int res_visible_cpus(pid_t task, cpu_set_t *set, int *max_cpus)
+int res_visible_cpus(const struct cg_set *cg, cpu_set_t *set, int *max_cpus, double *exact)
 {
-	double exact;
 	int r, in_set;
 
-	if ((r = cg_cpuset(task, set)))
+	if ((r = cg_cpuset(cg, set)))
 		return r;
 	in_set = CPU_COUNT(set);
-	if (cg_cpu_quota(task, max_cpus, &exact) || !*max_cpus || *max_cpus > in_set)
+	if (cg_cpu_quota(cg, max_cpus, exact))
+		*max_cpus = 0, *exact = 0;
+	if (!*max_cpus || *max_cpus > in_set)
 		*max_cpus = in_set;
 	return 0;
 }

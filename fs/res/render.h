@@ -7,20 +7,22 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cache/cgroup_fs.h"
 #include "fs/res/resources.h"
 
 /* A renderer writes the file's text to out and returns 1, or returns 0
- * (the source stands: nothing to show for this cgroup) or -errno. src is
- * the source's text, NUL-terminated. */
-typedef int (*res_renderer)(const struct res_target *t, const char *src, FILE *out);
+ * (the source stands: nothing to show for this cgroup) or -errno. cg: the
+ * cgroups of t->cgroup; src: the source's text, NUL-terminated. */
+typedef int (*res_renderer)(const struct res_target *t, const struct cg_set *cg, const char *src,
+			    FILE *out);
 
-int res_meminfo(const struct res_target *t, const char *src, FILE *out);
-int res_swaps(const struct res_target *t, const char *src, FILE *out);
-int res_cpuinfo(const struct res_target *t, const char *src, FILE *out);
-int res_stat(const struct res_target *t, const char *src, FILE *out);
-int res_uptime(const struct res_target *t, const char *src, FILE *out);
-int res_loadavg(const struct res_target *t, const char *src, FILE *out);
-int res_diskstats(const struct res_target *t, const char *src, FILE *out);
+int res_meminfo(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_swaps(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_cpuinfo(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_stat(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_uptime(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_loadavg(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
+int res_diskstats(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
 
 /* Source lines: the next line after l (NULL at the end), and its length
  * with the newline. */
@@ -34,8 +36,9 @@ uint64_t res_meminfo_kb(const char *text, const char *key);
 /* The daemon's /proc, for facts about tasks (their start time). */
 int res_proc_fd(void);
 
-/* The CPUs a target may use: its cpuset, cut to its CFS quota's count
- * (LXCFS's --enable-cfs view), as the count of CPUs shown. 0, or -errno. */
-int res_visible_cpus(pid_t task, cpu_set_t *set, int *max_cpus);
+/* The CPUs a cgroup may use: its cpuset, and how many of them its CFS
+ * quota lets show (LXCFS's --enable-cfs view), with the quota's exact
+ * share in CPUs (0: none). 0, or -errno. */
+int res_visible_cpus(const struct cg_set *cg, cpu_set_t *set, int *max_cpus, double *exact);
 
 #endif

@@ -94,6 +94,7 @@ struct res_target resources_target(pid_t caller_tid)
 int resources_render(enum res_file file, const struct res_target *target, const char *src,
 		     char **out, size_t *out_len)
 {
+	struct cg_set cg;
 	size_t size = 0;
 	FILE *f;
 	int r;
@@ -101,9 +102,11 @@ int resources_render(enum res_file file, const struct res_target *target, const 
 	*out = NULL;
 	if (file <= RES_NONE || file >= RES_FILES || !target->cgroup)
 		return 0;
+	if ((r = cgroup_set(target->cgroup, &cg)))
+		return r == -ENOMEM ? r : 0;
 	if (!(f = open_memstream(out, &size)))
 		return -ENOMEM;
-	r = renderers[file](target, src, f);
+	r = renderers[file](target, &cg, src, f);
 	if (fclose(f) && r > 0)
 		r = -ENOMEM;
 	if (r <= 0) {

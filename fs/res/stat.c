@@ -119,23 +119,23 @@ static void print(FILE *out, const struct cpus *c, const char *rest)
 		fputs(rest, out);
 }
 
-int res_stat(const struct res_target *t, const char *src, FILE *out)
+int res_stat(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	static __thread struct cpus c;
 	static __thread struct cg_cpu_time times[STAT_CPUS];
 	cpu_set_t set;
 	const char *rest;
 	double exact;
-	int max, quota, r;
+	int max, r;
 
 	if (t->cgroup == 1) /* the host's init: the host's file (LXCFS) */
 		return 0;
-	if ((r = res_visible_cpus(t->cgroup, &set, &max)))
+	if ((r = res_visible_cpus(cg, &set, &max, &exact)))
 		return r;
 	rest = take_cpus(src, &set, max, &c);
-	if (cg_cpu_quota(t->cgroup, &quota, &exact) || !quota || exact > c.n || !c.n)
+	if (!exact || exact > c.n)
 		exact = c.n;
-	if (!cg_cpu_times(t->cgroup, times, STAT_CPUS))
+	if (!cg_cpu_times(cg, times, STAT_CPUS))
 		own_time(&c, times, STAT_CPUS, &set, c.n ? exact / c.n : 1);
 	print(out, &c, rest);
 	return 1;

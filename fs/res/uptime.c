@@ -37,9 +37,10 @@ static int start_time(pid_t task, double *s)
 	return 0;
 }
 
-int res_uptime(const struct res_target *t, const char *src, FILE *out)
+int res_uptime(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
 	struct timespec now;
+	struct cg_set reaper_cg;
 	double start, age, busy;
 	uint64_t ns = 0;
 
@@ -49,7 +50,10 @@ int res_uptime(const struct res_target *t, const char *src, FILE *out)
 	age = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - start;
 	if (age < 0)
 		age = 0;
-	cg_cpu_busy_ns(t->reaper, &ns);
+	if (t->reaper == t->cgroup)
+		cg_cpu_busy_ns(cg, &ns);
+	else if (!cgroup_set(t->reaper, &reaper_cg))
+		cg_cpu_busy_ns(&reaper_cg, &ns);
 	busy = (double)ns / 1e9;
 	fprintf(out, "%.2f %.2f\n", age, age >= busy ? age - busy : age);
 	return 1;
