@@ -5,8 +5,8 @@
 #     -o resources=caller, and a pidns= view (resources=init) of a namespace whose init
 #     is in that cgroup;
 #   - files not virtualised (PID/stat, PID/status, and meminfo with resources=off)
-#     through this build and the build before (BASE, default main): they must cost no
-#     more than before.
+#     through this build and the build before (BASE, default the commit this branch
+#     left main at): they must cost no more than before.
 # Every figure is the median over ROUNDS rounds of each round's median of COUNT reads
 # (bench/readlat.c); arms rotate within a round. Writes the section "resources" of
 # bench/RESULTS.md.
@@ -17,9 +17,10 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-9}
 COUNT=${COUNT:-1000}
-BASE=${BASE:-main}
+DEFAULT_BASE=$(git -C "$(dirname "$0")" merge-base HEAD main)
+BASE=${BASE:-$DEFAULT_BASE}
 INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
-    [[ $BASE != main ]] && printf 'BASE=%s ' "$BASE"; true)bench/resources.sh"
+    [[ $BASE != "$DEFAULT_BASE" ]] && printf 'BASE=%s ' "$BASE"; true)bench/resources.sh"
 [[ $EUID -eq 0 ]] || { echo "resources.sh: must run as root" >&2; exit 1; }
 command -v lxcfs >/dev/null || { echo "resources.sh: needs lxcfs (apt-get install lxcfs)" >&2; exit 1; }
 
@@ -27,16 +28,17 @@ CG=procfast-bench-$$
 CONTROLLERS=(memory cpu cpuacct cpuset blkio)
 MOUNTS=()
 LXCFS_PID=
-cleanup() {
+cleanup() { # every step, whatever the one before did
+	set +e
 	unmount_all "${MOUNTS[@]}"
 	[[ -n $LXCFS_PID ]] && { kill "$LXCFS_PID" 2>/dev/null; wait "$LXCFS_PID" 2>/dev/null; }
-	pidns_stop
+	[[ -n ${PIDNS_SLEEPER:-} ]] && { pkill -9 -P "$PIDNS_SLEEPER"; kill -9 "$PIDNS_SLEEPER"; wait "$PIDNS_SLEEPER"; } 2>/dev/null
 	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
 	for c in "${CONTROLLERS[@]}"; do
 		d=/sys/fs/cgroup/$c/$CG
 		[[ -d $d ]] || continue
-		for p in $(cat "$d/cgroup.procs"); do echo "$p" >/sys/fs/cgroup/$c/cgroup.procs; done
-		rmdir "$d"
+		for p in $(cat "$d/cgroup.procs"); do kill -9 "$p"; done 2>/dev/null
+		for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
 	done
 	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
 	rm -rf "$WORK"
@@ -67,22 +69,24 @@ mount_arm() { # NAME BINARY OPTIONS...
 	MOUNTS+=("$WORK/$name")
 }
 # The namespace a view shows: its init in the cgroup.
-sh -c "$JOIN exec unshare --pid --fork --mount-proc sleep 3600" &
-PIDNS_SLEEPER=$!
-sleep 0.5
-PIDNS_INIT=$(pgrep -P "$(pgrep -P "$PIDNS_SLEEPER" | head -1)" | head -1 || true)
-[[ -n $PIDNS_INIT ]] || PIDNS_INIT=$(pgrep -P "$PIDNS_SLEEPER" | head -1)
+sh -c "$JOIN exec unshare --pid --fork --mount-proc sleep 3600" </dev/null >/dev/null 2>&1 &
+PIDNS_SLEEPER=$! # unshare, once sh has executed it; its child is the namespace's init
+for _ in $(seq 100); do
+	PIDNS_INIT=$(pgrep -P "$PIDNS_SLEEPER" | head -1 || true)
+	[[ -n $PIDNS_INIT && $(cat /proc/$PIDNS_INIT/comm 2>/dev/null) == sleep ]] && break
+	sleep 0.05
+done
 
 mount_arm base "$WORK/base-build/procfast"
 mount_arm off "$WORK/cur-build/procfast"
 mount_arm caller "$WORK/cur-build/procfast" -o resources=caller
 mount_arm view "$WORK/cur-build/procfast" -o pidns=/proc/$PIDNS_INIT/ns/pid
 mkdir -p "$WORK/lxcfs"
-lxcfs -f --enable-cfs -l -p "$WORK/lxcfs.pid" "$WORK/lxcfs" >"$WORK/lxcfs.log" 2>&1 &
+lxcfs -f --enable-cfs -l -p "$WORK/lxcfs.pid" "$WORK/lxcfs" </dev/null >"$WORK/lxcfs.log" 2>&1 &
 LXCFS_PID=$!
 MOUNTS+=("$WORK/lxcfs")
 for _ in $(seq 100); do [[ -e $WORK/lxcfs/proc/meminfo ]] && break; sleep 0.05; done
-sleep 600 &
+sleep 600 </dev/null >/dev/null 2>&1 &
 SLEEPER=$!
 
 # Sanity: each virtualising arm shows the cgroup's 256 MiB to a reader in it.

@@ -65,8 +65,9 @@ static pid_t namespace_init(pid_t tid)
 	int init;
 
 	snprintf(path, sizeof(path), "%d/ns/pid", tid);
-	if ((fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) ||
-	    st.st_ino == own_pidns)
+	/* one syscall for the usual caller, of the daemon's own namespace */
+	if (fstatat(proc_fd, path, &st, 0) || st.st_ino == own_pidns ||
+	    (fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	init = ioctl(fd, NS_GET_PID_FROM_PIDNS, 1);
 	return init > 0 ? init : 0;
