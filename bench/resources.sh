@@ -40,19 +40,14 @@ cleanup() { # every step, whatever the one before did
 		for p in $(cat "$d/cgroup.procs"); do kill -9 "$p"; done 2>/dev/null
 		for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
 	done
-	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
+	release_pair_remove
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-release() { # SRC BUILD
-	cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build "$2" -j2 >/dev/null
-}
-git -C "$ROOT" worktree add -q --detach "$WORK/base-src" "$BASE"
-release "$WORK/base-src" "$WORK/base-build"
-release "$ROOT" "$WORK/cur-build"
-cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
+# Both builds Release, in scratch directories.
+release_pair "$BASE"
 
 # The container's cgroup: 256 MiB, CPU 0.
 for c in "${CONTROLLERS[@]}"; do mkdir "/sys/fs/cgroup/$c/$CG"; done
@@ -121,27 +116,23 @@ for ((round = 0; round < ROUNDS; round++)); do
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-us() { awk -v n="$1" 'BEGIN {printf "%.1f", n / 1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-
 table="| file | /proc µs | lxcfs µs | resources=caller µs | view (init) µs | caller / lxcfs | view / lxcfs |
 |---|---|---|---|---|---|---|"
 for f in meminfo stat cpuinfo; do
-	p=$(median "${SAMPLES[$f|proc]}"); l=$(median "${SAMPLES[$f|lxcfs]}")
-	c=$(median "${SAMPLES[$f|caller]}"); v=$(median "${SAMPLES[$f|view]}")
+	p=$(samples_median "${SAMPLES[$f|proc]}"); l=$(samples_median "${SAMPLES[$f|lxcfs]}")
+	c=$(samples_median "${SAMPLES[$f|caller]}"); v=$(samples_median "${SAMPLES[$f|view]}")
 	table+="
-| $f | $(us "$p") | $(us "$l") | $(us "$c") | $(us "$v") | **$(ratio "$c" "$l")** | **$(ratio "$v" "$l")** |"
+| $f | $(ns_us "$p") | $(ns_us "$l") | $(ns_us "$c") | $(ns_us "$v") | **$(ratio_of "$c" "$l")** | **$(ratio_of "$v" "$l")** |"
 done
 plain="| file not virtualised | before µs | resources=off µs | resources=caller µs | off / before | caller / before |
 |---|---|---|---|---|---|"
 for f in "$SLEEPER/stat" "$SLEEPER/status" meminfo; do
-	b=$(median "${SAMPLES[plain $f|base]}"); o=$(median "${SAMPLES[plain $f|off]}")
-	c=$(median "${SAMPLES[plain $f|caller]}")
+	b=$(samples_median "${SAMPLES[plain $f|base]}"); o=$(samples_median "${SAMPLES[plain $f|off]}")
+	c=$(samples_median "${SAMPLES[plain $f|caller]}")
 	shown=${f/$SLEEPER/PID}
 	[[ $f == meminfo ]] && shown="meminfo (caller: made)"
 	plain+="
-| $shown | $(us "$b") | $(us "$o") | $(us "$c") | $(ratio "$o" "$b") | $(ratio "$c" "$b") |"
+| $shown | $(ns_us "$b") | $(ns_us "$o") | $(ns_us "$c") | $(ratio_of "$o" "$b") | $(ratio_of "$c" "$b") |"
 done
 
 section="<!-- resources:begin -->
