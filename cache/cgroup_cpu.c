@@ -11,6 +11,7 @@
 #include "cache/cgroup_fs.h"
 #include "cache/cgroup_read.h"
 #include "cache/cpulist.h"
+#include "cache/lines.h"
 
 int cg_cpuset(const struct cg_set *cg, cpu_set_t *cpus)
 {
@@ -87,7 +88,7 @@ static int parse_usage_all(const char *text, struct cg_cpu_time *t, int n)
 
 	if (strncmp(text, "cpu user system", 15) || !l)
 		return -EINVAL;
-	for (l++; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+	for (l = line_next(l); l; l = line_next(l)) {
 		if (sscanf(l, "%d %" SCNu64 " %" SCNu64, &cpu, &user, &sys) != 3)
 			return -EINVAL;
 		if (cpu >= 0 && cpu < n)

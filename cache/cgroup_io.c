@@ -12,6 +12,7 @@
 
 #include "cache/cgroup_fs.h"
 #include "cache/cgroup_read.h"
+#include "cache/lines.h"
 
 enum { IO_SERVICED, IO_BYTES, IO_MERGED, IO_WAIT, IO_SVCTIME, IO_FILES };
 
@@ -73,7 +74,7 @@ static const char *dev_line(const char *text, unsigned major, unsigned minor, co
 	char key[64];
 	size_t n = (size_t)snprintf(key, sizeof(key), "%u:%u %s", major, minor, op ? op : "");
 
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+	for (const char *l = *text ? text : NULL; l; l = line_next(l))
 		if (!strncmp(l, key, n))
 			return l + n;
 	return NULL;

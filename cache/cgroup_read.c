@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/lines.h"
 #include "fs/cleanup.h"
 
 ssize_t cg_read(const struct cg_path *p, const char *file, char *buf, size_t size)
@@ -57,7 +58,7 @@ int cg_key_u64(const char *text, const char *key, uint64_t *v)
 {
 	size_t n = strlen(key);
 
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+	for (const char *l = *text ? text : NULL; l; l = line_next(l))
 		if (!strncmp(l, key, n) && l[n] == ' ')
 			return parse_u64(l + n + 1, v);
 	return -ENOENT;

@@ -30,7 +30,7 @@ int res_cpuinfo(const struct res_target *t, const struct cg_set *cg, const char 
 	(void)t;
 	if ((r = res_visible_cpus(cg, &set, &max, &exact)))
 		return r;
-	for (const char *l = src; l; l = res_next_line(l)) {
+	for (const char *l = src; l; l = line_next(l)) {
 		if ((cpu = processor(l)) >= 0) {
 			if (shown == max)
 				break;

@@ -26,7 +26,7 @@ int res_diskstats(const struct res_target *t, const struct cg_set *cg, const cha
 	(void)t;
 	if (!io)
 		return -errno;
-	for (const char *l = src; l; l = res_next_line(l)) {
+	for (const char *l = src; l; l = line_next(l)) {
 		if (sscanf(l, "%u %u %71s", &major, &minor, name) != 3)
 			continue;
 		cg_io_dev(io, major, minor, &d);

@@ -99,7 +99,7 @@ int res_meminfo(const struct res_target *t, const struct cg_set *cg, const char 
 	if ((r = cg_memory_read(cg, res_meminfo_kb(src, "SwapTotal:") > 0, &m)))
 		return r;
 	n = fill(&m, src, s, sizeof(s) / sizeof(s[0]));
-	for (const char *l = src; l; l = res_next_line(l)) {
+	for (const char *l = src; l; l = line_next(l)) {
 		const struct shown *v = find(s, n, l);
 
 		if (v)

@@ -6,13 +6,6 @@
 
 #include "cache/cgroup_cpu.h"
 
-const char *res_next_line(const char *l)
-{
-	const char *nl = strchr(l, '\n');
-
-	return nl && nl[1] ? nl + 1 : NULL;
-}
-
 size_t res_line_len(const char *l)
 {
 	const char *nl = strchr(l, '\n');
@@ -29,7 +22,7 @@ uint64_t res_meminfo_kb(const char *text, const char *key)
 {
 	size_t n = strlen(key);
 
-	for (const char *l = text; l; l = res_next_line(l))
+	for (const char *l = text; l; l = line_next(l))
 		if (!strncmp(l, key, n))
 			return strtoull(l + n, NULL, 10);
 	return 0;

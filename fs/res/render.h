@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "cache/cgroup_fs.h"
+#include "cache/lines.h"
 #include "fs/res/resources.h"
 
 /* A renderer writes the file's text to out and returns 1, or returns 0
@@ -24,9 +25,8 @@ int res_uptime(const struct res_target *t, const struct cg_set *cg, const char *
 int res_loadavg(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
 int res_diskstats(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out);
 
-/* Source lines: the next line after l (NULL at the end), and its length
- * with the newline. */
-const char *res_next_line(const char *l);
+/* Source lines (walked with line_next, cache/lines.h): a line's length
+ * with its newline, and a copy of it to out. */
 size_t res_line_len(const char *l);
 void res_copy_line(FILE *out, const char *l);
 

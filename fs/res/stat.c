@@ -43,10 +43,10 @@ static int parse_cpu(const char *l, struct cpu_line *c)
 /* The CPU lines the cgroup may use, at most max; the first line after them. */
 static const char *take_cpus(const char *src, const cpu_set_t *set, int max, struct cpus *c)
 {
-	const char *l = res_next_line(src); /* past the "cpu " total */
+	const char *l = line_next(src); /* past the "cpu " total */
 	struct cpu_line line;
 
-	for (c->n = 0; l && parse_cpu(l, &line); l = res_next_line(l))
+	for (c->n = 0; l && parse_cpu(l, &line); l = line_next(l))
 		if (line.cpu < CPU_SETSIZE && CPU_ISSET(line.cpu, set) && c->n < max && c->n < STAT_CPUS)
 			c->line[c->n++] = line;
 	return l;
