@@ -340,3 +340,52 @@ def test_bad_option(value):
     r = subprocess.run([BIN, "-f", "-o", "resources=" + value,
                         "/nonexistent"], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "resources=" in r.stderr
+
+
+def test_handed_over_and_upgraded(lx):
+    """A view handed over to a daemon (-o daemon=) serves its pid 1's cgroup, and so it
+    does after the daemon's upgrade (SIGHUP); the daemon's own host mount stays the
+    host's (off, its default), a handed-over mount with resources=caller the caller's."""
+    import tempfile
+    from test_join import Handed, children, wait_for
+    cg = Cgroup(memory=112 * MIB)
+    reader = Reader(cg, prefix=("unshare", "--pid", "--fork"))
+    sock = tempfile.mktemp(prefix="procfast-test-", suffix=".sock")
+    daemon = Mount(["control=" + sock])
+    daemon.socket = sock
+    handed = []
+    try:
+        host_pid = int(read("/proc/%d/task/%d/children" % (reader.proc.pid, reader.proc.pid))
+                       .split()[0])
+        handed.append(Handed(daemon, ["pidns=/proc/%d/ns/pid" % host_pid]))
+        handed.append(Handed(daemon, ["resources=caller"]))
+        assert all(h.result.returncode == 0 for h in handed), [h.result for h in handed]
+        view, caller = handed
+
+        def totals():
+            texts = reader.read(view.path + "/meminfo", caller.path + "/meminfo",
+                                daemon.p("meminfo"))
+            return [meminfo(t)["MemTotal"] for t in texts]
+        host = host_meminfo()["MemTotal"]
+        assert totals() == [112 * 1024, 112 * 1024, host]
+        before = set(children(daemon.proc.pid))
+        daemon.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(set(children(daemon.proc.pid)) - before) >= 3, 20,
+                 "three new servers:\n" + daemon.output())
+        deadline = time.time() + 20
+        while True:
+            try:
+                got = totals()
+                break
+            except AssertionError:  # a handle of the old servers: read again
+                assert time.time() < deadline
+                time.sleep(0.1)
+        assert got == [112 * 1024, 112 * 1024, host]
+    finally:
+        reader.close()
+        try:
+            for h in handed:
+                h.close()
+            daemon.close()
+        finally:
+            cg.close()
