@@ -142,6 +142,19 @@ def test_cpuinfo(mount, reader):
     assert ours == [["processor\t: 0"] + theirs[1][1:]]
 
 
+def test_cpuinfo_without_cpuset(mount, reader, tree):
+    """No cpuset controller (v2 enables it per subtree): every CPU, cut by the quota of
+    1.5 CPUs to two."""
+    path = os.path.join(tree.leaf, "cpuset.cpus.effective")
+    os.rename(path, path + ".away")
+    try:
+        ours = cpuinfo_blocks(reader.read(mount.p("cpuinfo"))[0])
+    finally:
+        os.rename(path + ".away", path)
+    theirs = cpuinfo_blocks(host("cpuinfo"))
+    assert ours == [["processor\t: %d" % i] + b[1:] for i, b in enumerate(theirs[:2])]
+
+
 def test_stat(mount, reader):
     """No per-CPU time on v2: the host's line of CPU 1 stands, as cpu0 (LXCFS's rule)."""
     for _ in range(20):

@@ -1,5 +1,6 @@
 #include "fs/res/render.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,12 @@ int res_visible_cpus(const struct cg_set *cg, cpu_set_t *set, int *max_cpus, dou
 {
 	int r, in_set;
 
-	if ((r = cg_cpuset(cg, set)))
+	/* No cpuset controller (common on v2, where it is enabled per subtree):
+	 * every CPU, which the quota may still cut. */
+	if ((r = cg_cpuset(cg, set)) == -ENOENT)
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			CPU_SET(cpu, set);
+	else if (r)
 		return r;
 	in_set = CPU_COUNT(set);
 	if (cg_cpu_quota(cg, max_cpus, exact))

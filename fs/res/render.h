@@ -36,7 +36,7 @@ uint64_t res_meminfo_kb(const char *text, const char *key);
 /* The daemon's /proc, for facts about tasks (their start time). */
 int res_proc_fd(void);
 
-/* The CPUs a cgroup may use: its cpuset, and how many of them its CFS
+/* The CPUs a cgroup may use: its cpuset (every CPU without one), and how many of them its CFS
  * quota lets show (LXCFS's --enable-cfs view), with the quota's exact
  * share in CPUs (0: none). 0, or -errno. */
 int res_visible_cpus(const struct cg_set *cg, cpu_set_t *set, int *max_cpus, double *exact);
