@@ -108,8 +108,9 @@ static void open_file_free(struct open_file *of)
 	free(of);
 }
 
-/* Whose cgroup a resource file shows its opener: decided once per open,
- * as LXCFS decides per read the same way (the init of a namespace stays). */
+/* Whose cgroup a resource file shows its opener: decided once per open
+ * (LXCFS decides at each read; the init of a namespace does not change,
+ * and its cgroups are read afresh with each text). */
 static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
 {
 	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
