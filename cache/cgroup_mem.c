@@ -49,15 +49,14 @@ static int read_stat(const struct cg_path *p, struct cg_memory *m)
 	char text[8192];
 	ssize_t r = cg_read(p, "memory.stat", text, sizeof(text));
 
+	struct cg_key keys[sizeof(stat_keys) / sizeof(stat_keys[0])];
+
 	if (r < 0)
 		return (int)r;
-	for (size_t i = 0; i < sizeof(stat_keys) / sizeof(stat_keys[0]); i++) {
-		uint64_t *field = (uint64_t *)((char *)m + stat_keys[i].offset);
-		const char *key = stat_keys[i].name[p->v2];
-
-		if (key && cg_key_u64(text, key, field))
-			*field = 0;
-	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		keys[i] = (struct cg_key){ stat_keys[i].name[p->v2],
+					   (uint64_t *)((char *)m + stat_keys[i].offset) };
+	cg_keys_u64(text, keys, sizeof(keys) / sizeof(keys[0])); /* m was zeroed */
 	return 0;
 }
 

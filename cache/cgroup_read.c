@@ -64,6 +64,20 @@ int cg_key_u64(const char *text, const char *key, uint64_t *v)
 	return -ENOENT;
 }
 
+void cg_keys_u64(const char *text, const struct cg_key *keys, size_t n)
+{
+	for (const char *l = *text ? text : NULL; l; l = line_next(l)) {
+		size_t len = strcspn(l, " \n");
+
+		for (size_t i = 0; i < n; i++)
+			if (keys[i].name && !strncmp(l, keys[i].name, len) && !keys[i].name[len] &&
+			    l[len] == ' ') {
+				parse_u64(l + len + 1, keys[i].value);
+				break;
+			}
+	}
+}
+
 int cg_min_up(const struct cg_path *p, const char *file, uint64_t *v)
 {
 	struct cg_path up = *p;

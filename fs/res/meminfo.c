@@ -16,8 +16,10 @@
 
 struct shown {
 	const char *key;
+	size_t len;
 	uint64_t kb;
 };
+#define SHOWN(key, kb) { key, sizeof(key) - 1, kb }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
@@ -47,32 +49,32 @@ static int fill(const struct cg_memory *m, const char *src, struct shown *s, siz
 	total = m->limit == CG_UNLIMITED ? host : min_u64(m->limit / 1024, host);
 	swap_kb(m, res_meminfo_kb(src, "SwapTotal:"), swap);
 	const struct shown all[] = {
-		{ "MemTotal:", total },
-		{ "MemFree:", less(total, usage) },
-		{ "MemAvailable:", less(total, usage) + m->cache / 1024 },
-		{ "Buffers:", 0 },
-		{ "Cached:", m->cache / 1024 },
-		{ "SwapCached:", 0 },
-		{ "Active:", (m->active_anon + m->active_file) / 1024 },
-		{ "Inactive:", (m->inactive_anon + m->inactive_file) / 1024 },
-		{ "Active(anon):", m->active_anon / 1024 },
-		{ "Inactive(anon):", m->inactive_anon / 1024 },
-		{ "Active(file):", m->active_file / 1024 },
-		{ "Inactive(file):", m->inactive_file / 1024 },
-		{ "Unevictable:", m->unevictable / 1024 },
-		{ "SwapTotal:", swap[0] },
-		{ "SwapFree:", swap[0] - swap[1] },
-		{ "Dirty:", m->dirty / 1024 },
-		{ "Writeback:", m->writeback / 1024 },
-		{ "AnonPages:", less(m->active_anon + m->inactive_anon, m->shmem) / 1024 },
-		{ "Mapped:", m->mapped / 1024 },
-		{ "Shmem:", m->shmem / 1024 },
-		{ "Slab:", 0 },
-		{ "SReclaimable:", 0 },
-		{ "SUnreclaim:", 0 },
-		{ "AnonHugePages:", m->anon_huge / 1024 },
-		{ "ShmemHugePages:", 0 },
-		{ "ShmemPmdMapped:", 0 },
+		SHOWN("MemTotal:", total),
+		SHOWN("MemFree:", less(total, usage)),
+		SHOWN("MemAvailable:", less(total, usage) + m->cache / 1024),
+		SHOWN("Buffers:", 0),
+		SHOWN("Cached:", m->cache / 1024),
+		SHOWN("SwapCached:", 0),
+		SHOWN("Active:", (m->active_anon + m->active_file) / 1024),
+		SHOWN("Inactive:", (m->inactive_anon + m->inactive_file) / 1024),
+		SHOWN("Active(anon):", m->active_anon / 1024),
+		SHOWN("Inactive(anon):", m->inactive_anon / 1024),
+		SHOWN("Active(file):", m->active_file / 1024),
+		SHOWN("Inactive(file):", m->inactive_file / 1024),
+		SHOWN("Unevictable:", m->unevictable / 1024),
+		SHOWN("SwapTotal:", swap[0]),
+		SHOWN("SwapFree:", swap[0] - swap[1]),
+		SHOWN("Dirty:", m->dirty / 1024),
+		SHOWN("Writeback:", m->writeback / 1024),
+		SHOWN("AnonPages:", less(m->active_anon + m->inactive_anon, m->shmem) / 1024),
+		SHOWN("Mapped:", m->mapped / 1024),
+		SHOWN("Shmem:", m->shmem / 1024),
+		SHOWN("Slab:", 0),
+		SHOWN("SReclaimable:", 0),
+		SHOWN("SUnreclaim:", 0),
+		SHOWN("AnonHugePages:", m->anon_huge / 1024),
+		SHOWN("ShmemHugePages:", 0),
+		SHOWN("ShmemPmdMapped:", 0),
 	};
 
 	if (n < sizeof(all) / sizeof(all[0]))
@@ -81,12 +83,37 @@ static int fill(const struct cg_memory *m, const char *src, struct shown *s, siz
 	return (int)(sizeof(all) / sizeof(all[0]));
 }
 
+/* The line's key ("Name:") among s: lengths first, as most differ. */
 static const struct shown *find(const struct shown *s, int n, const char *line)
 {
+	const char *colon = strchr(line, ':');
+	size_t len = colon ? (size_t)(colon - line) + 1 : 0;
+
 	for (int i = 0; i < n; i++)
-		if (!strncmp(line, s[i].key, strlen(s[i].key)))
+		if (s[i].len == len && !memcmp(line, s[i].key, len))
 			return &s[i];
 	return NULL;
+}
+
+/* "Key:" padded to 16 columns, the value in 8 or more, " kB": the kernel's
+ * show_val_kb, without printf's cost for each of some thirty lines. */
+static void put_kb(FILE *out, const struct shown *v)
+{
+	char line[64], digits[24];
+	size_t n = 0, d = 0;
+	uint64_t kb = v->kb;
+
+	do
+		digits[d++] = (char)('0' + kb % 10);
+	while ((kb /= 10) && d < sizeof(digits));
+	memcpy(line, v->key, v->len);
+	n = v->len;
+	while (n < 16 || n + d < 24)
+		line[n++] = ' ';
+	while (d)
+		line[n++] = digits[--d];
+	memcpy(line + n, " kB\n", 4);
+	fwrite(line, 1, n + 4, out);
 }
 
 int res_meminfo(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
@@ -103,7 +130,7 @@ int res_meminfo(const struct res_target *t, const struct cg_set *cg, const char 
 		const struct shown *v = find(s, n, l);
 
 		if (v)
-			fprintf(out, "%-16s%8" PRIu64 " kB\n", v->key, v->kb);
+			put_kb(out, v);
 		else
 			res_copy_line(out, l);
 	}
