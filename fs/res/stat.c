@@ -8,6 +8,7 @@
  * shown; the lines after the CPUs are the host's. The reader of the host's
  * init (a caller in the daemon's namespace, init mode on the host) gets
  * the host's file. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,10 +120,16 @@ static void print(FILE *out, const struct cpus *c, const char *rest)
 		fputs(rest, out);
 }
 
+/* What one text needs, some 100 KiB: from the heap, not in every worker
+ * thread's TLS (libfuse starts and ends workers as the load goes). */
+struct stat_work {
+	struct cpus c;
+	struct cg_cpu_time times[STAT_CPUS];
+};
+
 int res_stat(const struct res_target *t, const struct cg_set *cg, const char *src, FILE *out)
 {
-	static __thread struct cpus c;
-	static __thread struct cg_cpu_time times[STAT_CPUS];
+	struct stat_work *w;
 	cpu_set_t set;
 	const char *rest;
 	double exact;
@@ -132,11 +139,14 @@ int res_stat(const struct res_target *t, const struct cg_set *cg, const char *sr
 		return 0;
 	if ((r = res_visible_cpus(cg, &set, &max, &exact)))
 		return r;
-	rest = take_cpus(src, &set, max, &c);
-	if (!exact || exact > c.n)
-		exact = c.n;
-	if (!cg_cpu_times(cg, times, STAT_CPUS))
-		own_time(&c, times, STAT_CPUS, &set, c.n ? exact / c.n : 1);
-	print(out, &c, rest);
+	if (!(w = malloc(sizeof(*w))))
+		return -ENOMEM;
+	rest = take_cpus(src, &set, max, &w->c);
+	if (!exact || exact > w->c.n)
+		exact = w->c.n;
+	if (!cg_cpu_times(cg, w->times, STAT_CPUS))
+		own_time(&w->c, w->times, STAT_CPUS, &set, w->c.n ? exact / w->c.n : 1);
+	print(out, &w->c, rest);
+	free(w);
 	return 1;
 }
