@@ -389,3 +389,38 @@ def test_handed_over_and_upgraded(lx):
             daemon.close()
         finally:
             cg.close()
+
+
+def test_parallel_readers(pf):
+    """Readers of every resource file at once, in two cgroups (the load sampler samples
+    while workers make texts): every read is a whole text of its cgroup."""
+    import threading
+    cgs = [Cgroup(memory=72 * MIB), Cgroup(memory=88 * MIB)]
+    readers = [Reader(cg) for cg in cgs for _ in range(3)]
+    errors = []
+
+    def run(reader, limit):
+        try:
+            deadline = time.time() + 3
+            while time.time() < deadline:
+                texts = reader.read(*[pf.p(f) for f in ("meminfo", "stat", "cpuinfo", "uptime",
+                                                        "loadavg", "swaps", "diskstats")])
+                if meminfo(texts[0])["MemTotal"] != limit // 1024:
+                    errors.append(texts[0])
+                if len(texts[4].split()) != 5:
+                    errors.append(texts[4])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+    threads = [threading.Thread(target=run, args=(r, (72 if i < 3 else 88) * MIB))
+               for i, r in enumerate(readers)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:3]
+    finally:
+        for r in readers:
+            r.close()
+        for cg in cgs:
+            cg.close()
