@@ -424,3 +424,22 @@ def test_parallel_readers(pf):
             r.close()
         for cg in cgs:
             cg.close()
+
+
+def test_time_namespace_caller(pf):
+    """A caller in a time namespace of its own: the files procfs evaluates in it (stat's
+    btime) come through the helper process in its namespaces (see "The caller's
+    context"), the cgroup's CPUs around them."""
+    cg = Cgroup(cpus="0")
+    reader = Reader(cg, prefix=("unshare", "--time", "--boottime", "1000", "--fork"))
+    try:
+        ours, real = reader.read(pf.p("stat"), "/proc/stat")
+        assert stat_rest(ours)["btime"] == stat_rest(real)["btime"]
+        with open("/proc/stat") as f:  # the host's boot is 1000 s later than the namespace's
+            assert int(stat_rest(f.read())["btime"][0]) == int(stat_rest(ours)["btime"][0]) + 1000
+        assert list(stat_cpus(ours)) == ["cpu", "cpu0"]
+        up = float(reader.read(pf.p("uptime"))[0].split()[0])
+        assert up > 0
+    finally:
+        reader.close()
+        cg.close()
