@@ -149,11 +149,12 @@ $table
 
 $plain
 
-What an arm costs beyond the plain mirror (itself some 0.4× LXCFS here: three round
-trips, OPEN, READ and the READ at the end) is the kernel generating the files each text
-reads: for \`meminfo\` \`/proc/PID/cgroup\` (3 µs), \`memory.stat\` (11 µs),
-\`memory.usage_in_bytes\` (2 µs) and \`/proc/meminfo\` (4 µs), each open+read+close
-measured alone on this VM (2026-12-01). Issue 12's target, 0.5× LXCFS, needs the
+The plain mirror of these files costs some 0.4× LXCFS here (three round trips: OPEN,
+READ and the READ at the end). Of what a text costs beyond it (some 45 µs for
+\`meminfo\`), about 20 µs is the kernel generating the files it reads
+(\`/proc/PID/cgroup\` 3 µs, \`memory.stat\` 11 µs, \`memory.usage_in_bytes\` 2 µs,
+\`/proc/meminfo\` 4 µs, each open+read+close measured alone on this VM, 2026-12-01), the
+rest the daemon's reading, parsing and formatting. Issue 12's target, 0.5× LXCFS, needs the
 round trips cheaper: the FUSE-over-io_uring transport of the design notes (a read 34–41 µs
 instead of 102–112).
 <!-- resources:end -->"
