@@ -186,11 +186,12 @@ static int relative(const char *path, const char *root, char *out, size_t size)
 static void take_line(const char *line, enum cg_ctrl c, struct cg_set *set)
 {
 	char copy[8192]; /* line_path cuts it; the next controller reads the line again */
+	size_t len = strlen(line);
 	const char *path;
 
-	if (set->found[c] || by_ctrl[c].fd < 0)
+	if (set->found[c] || by_ctrl[c].fd < 0 || len >= sizeof(copy))
 		return;
-	snprintf(copy, sizeof(copy), "%s", line);
+	memcpy(copy, line, len + 1);
 	if (!(path = line_path(copy, c)))
 		return;
 	set->of[c].dirfd = by_ctrl[c].fd;

@@ -70,8 +70,8 @@ void cg_keys_u64(const char *text, const struct cg_key *keys, size_t n)
 		size_t len = strcspn(l, " \n");
 
 		for (size_t i = 0; i < n; i++)
-			if (keys[i].name && !strncmp(l, keys[i].name, len) && !keys[i].name[len] &&
-			    l[len] == ' ') {
+			if (keys[i].name && keys[i].name[0] == l[0] && !strncmp(l, keys[i].name, len) &&
+			    !keys[i].name[len] && l[len] == ' ') {
 				parse_u64(l + len + 1, keys[i].value);
 				break;
 			}
