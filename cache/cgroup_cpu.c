@@ -48,6 +48,9 @@ static int read_quota(const struct cg_set *set, int64_t *quota, int64_t *period)
 	if ((r = cg_read(&p, "cpu.cfs_quota_us", text, sizeof(text))) < 0 ||
 	    sscanf(text, "%" SCNd64, quota) != 1)
 		return r < 0 ? (int)r : -EINVAL;
+	*period = 0;
+	if (*quota <= 0) /* none (-1): its period says nothing */
+		return 0;
 	if ((r = cg_read(&p, "cpu.cfs_period_us", text, sizeof(text))) < 0 ||
 	    sscanf(text, "%" SCNd64, period) != 1)
 		return r < 0 ? (int)r : -EINVAL;
