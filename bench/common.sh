@@ -9,6 +9,12 @@
 #   unmount_all PATH...      unmounts those PATHs that are mount points (lazily if busy)
 #   pidns_start, pidns_stop  a pid namespace whose init sleeps, for pidns= views:
 #                            $PIDNS_INIT is that init's pid outside it
+#   release_pair BASE        Release builds of BASE ($WORK/base-build, from the
+#                            worktree $WORK/base-src) and of this tree
+#                            ($WORK/cur-build), and bench/readlat.c ($WORK/readlat)
+#   release_pair_remove      removes that worktree (for the cleanup trap)
+#   samples_median "N N ..." the median of space-separated samples
+#   ns_us N, ratio_of A B    N ns in µs (1 decimal); A / B (2 decimals)
 . "$(dirname "${BASH_SOURCE[0]}")/results.sh"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROCFAST=${PROCFAST:-$ROOT/build/procfast}
@@ -45,3 +51,22 @@ pidns_stop() {
 	kill -9 $(pgrep -P "$PIDNS_SLEEPER") "$PIDNS_SLEEPER" 2>/dev/null || true
 	wait "$PIDNS_SLEEPER" 2>/dev/null || true
 }
+
+release() { # SRC BUILD
+	cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build "$2" -j2 >/dev/null
+}
+
+release_pair() {
+	git -C "$ROOT" worktree add -q --detach "$WORK/base-src" "$1"
+	release "$WORK/base-src" "$WORK/base-build"
+	release "$ROOT" "$WORK/cur-build"
+	cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
+}
+
+release_pair_remove() {
+	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
+}
+
+samples_median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ns_us() { awk -v n="$1" 'BEGIN {printf "%.1f", n / 1000}'; }
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }

@@ -25,20 +25,14 @@ MOUNTS=()
 cleanup() {
 	unmount_all "${MOUNTS[@]}"
 	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
-	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
+	release_pair_remove
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Both builds Release, in scratch directories.
-release() { # SRC BUILD
-	cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build "$2" -j2 >/dev/null
-}
-git -C "$ROOT" worktree add -q --detach "$WORK/base-src" "$BASE"
-release "$WORK/base-src" "$WORK/base-build"
-release "$ROOT" "$WORK/cur-build"
-cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
+release_pair "$BASE"
 
 mount_arm() { # NAME BINARY
 	mkdir -p "$WORK/$1"
@@ -88,24 +82,20 @@ for ((round = 0; round < ROUNDS; round++)); do
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-us() { awk -v n="$1" 'BEGIN {printf "%.1f", n / 1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-
 table="| caller | read | /proc µs | before µs | now µs | now / before | now / /proc |
 |---|---|---|---|---|---|---|"
 for f in "${HOST_FILES[@]}"; do
-	p=$(median "${SAMPLES[host|proc|$f]}"); b=$(median "${SAMPLES[host|base|$f]}")
-	c=$(median "${SAMPLES[host|cur|$f]}")
+	p=$(samples_median "${SAMPLES[host|proc|$f]}"); b=$(samples_median "${SAMPLES[host|base|$f]}")
+	c=$(samples_median "${SAMPLES[host|cur|$f]}")
 	shown=${f/$SLEEPER/PID}
 	table+="
-| daemon's namespaces | ${shown#* } (${shown%% *}) | $(us "$p") | $(us "$b") | $(us "$c") | **$(ratio "$c" "$b")** | $(ratio "$c" "$p") |"
+| daemon's namespaces | ${shown#* } (${shown%% *}) | $(ns_us "$p") | $(ns_us "$b") | $(ns_us "$c") | **$(ratio_of "$c" "$b")** | $(ratio_of "$c" "$p") |"
 done
 for o in "${OTHER[@]}"; do
 	IFS='|' read -r ns prefix what <<<"$o"
-	p=$(median "${SAMPLES[$ns|proc|$what]}"); c=$(median "${SAMPLES[$ns|cur|$what]}")
+	p=$(samples_median "${SAMPLES[$ns|proc|$what]}"); c=$(samples_median "${SAMPLES[$ns|cur|$what]}")
 	table+="
-| \`$prefix\` | ${what#* } (${what%% *}) | $(us "$p") | (wrong namespace) | $(us "$c") | | $(ratio "$c" "$p") |"
+| \`$prefix\` | ${what#* } (${what%% *}) | $(ns_us "$p") | (wrong namespace) | $(ns_us "$c") | | $(ratio_of "$c" "$p") |"
 done
 
 section="<!-- reader_ns:begin -->

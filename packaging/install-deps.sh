@@ -6,10 +6,12 @@ set -eu
 # clang and its runtimes: the fuzz targets (tests/fuzz); podman, runc and
 # busybox-static: the real containers of tests/test_podman.py (rootful: no
 # uidmap), busybox-static and keyutils also tests of BusyBox tools and of keys;
-# libc6-dev (build-essential) has the static libc for procfast-enter.
+# libc6-dev (build-essential) has the static libc for procfast-enter; lxcfs: the
+# peer tests/test_resources*.py and bench/resources.sh compare with (its service is
+# stopped and disabled: the tests start their own on scratch mount points).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
-      clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils"
+      clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils lxcfs"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -19,4 +21,10 @@ if [ -n "$missing" ]; then
   apt-get update -qq
   # shellcheck disable=SC2086
   apt-get install -y -qq --no-install-recommends $missing </dev/null
+  case " $missing " in
+  *" lxcfs "*) # the package starts one on /var/lib/lxcfs: not wanted here
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+      systemctl disable --now lxcfs.service >/dev/null 2>&1 || true
+    fi ;;
+  esac
 fi

@@ -28,7 +28,7 @@ TIMEOUT = 180  # one podman command on a loaded machine
 HOOK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     "packaging", "containers", "procfast-oci-hook")
 APPLETS = ["sh", "cat", "head", "ps", "sleep", "chroot", "stat", "ls", "kill", "true",
-           "id", "test", "tr", "readlink", "grep"]
+           "id", "test", "tr", "readlink", "grep", "free", "uptime"]
 PASSWD = "root:x:0:0:root:/root:/bin/sh\npfuser:x:1000:1000::/tmp:/bin/sh\n" \
          "nobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"
 GROUP = "root:x:0:\npfuser:x:1000:\nnogroup:x:65534:\n"

@@ -34,6 +34,7 @@
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
 #include "fs/ops/thread_dir.h"
+#include "fs/res/resources.h"
 
 static void usage(const char *prog)
 {
@@ -209,6 +210,9 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	/* The helpers' maker is forked while this process has one thread. */
 	if ((r = ns_helper_init(pf.srcfd, pf.selfproc)))
 		log_warn("no helpers for callers in other user or time namespaces: %s", strerror(-r));
+	/* after that fork, before any worker: its sampler takes the daemon's credentials */
+	if ((r = resources_init(o->res_mode, o->cgroup_root, pf.selfproc)))
+		log_warn("resources: %s: every file is the host's", strerror(-r));
 	if (fuse_set_signal_handlers(se))
 		return 1;
 	invalidate_init(se, &hooks);

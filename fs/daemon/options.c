@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/res/resources.h"
+
 enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT };
 
 static const struct fuse_opt option_spec[] = {
@@ -23,6 +25,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "gid=%s", offsetof(struct options, gid), 0 },
 	{ "control=%s", offsetof(struct options, control), 0 },
 	{ "daemon=%s", offsetof(struct options, daemon), 0 },
+	{ "resources=%s", offsetof(struct options, resources), 0 },
+	{ "cgroup_root=%s", offsetof(struct options, cgroup_root), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -132,6 +136,23 @@ static int procfs_options_valid(struct options *o)
 	return 1;
 }
 
+/* resources=: off by default on the host, init in a pidns= view. */
+static int resources_valid(struct options *o)
+{
+	static const char *const names[] = { "off", "init", "caller" };
+
+	o->res_mode = o->pidns ? RES_INIT : RES_OFF;
+	if (!o->resources)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(o->resources, names[i])) {
+			o->res_mode = i;
+			return 1;
+		}
+	fprintf(stderr, "procfast: resources=%s: must be off, init or caller\n", o->resources);
+	return 0;
+}
+
 /* daemon= hands the mount over and exits: nothing of this process may be
  * needed by the mount afterwards. */
 static int handover_options_valid(const struct options *o)
@@ -173,7 +194,7 @@ int options_parse(struct fuse_args *args, struct options *o)
 	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
 	    !timeout_valid("attr_timeout", o->attr_timeout))
 		return -1;
-	if (!handover_options_valid(o))
+	if (!handover_options_valid(o) || !resources_valid(o))
 		return -1;
 	/* Tools run by every user read /proc: as root, serve them all. */
 	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
@@ -197,6 +218,8 @@ void options_free(struct options *o)
 	free(o->gid);
 	free(o->control);
 	free(o->daemon);
+	free(o->resources);
+	free(o->cgroup_root);
 	free(o->positional[0]);
 	free(o->positional[1]);
 }
@@ -221,5 +244,13 @@ void options_help(void)
 	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
 	       "                           of it), as a procfs mounted inside it would\n"
 	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"
-	       "                           procfs's own options, with the kernel's meaning\n");
+	       "                           procfs's own options, with the kernel's meaning\n"
+	       "    -o resources=off|init|caller\n"
+	       "                           meminfo, cpuinfo, stat, uptime, loadavg, swaps and\n"
+	       "                           diskstats from a cgroup: the view's pid 1's (init,\n"
+	       "                           the default with pidns=), the caller's container's\n"
+	       "                           (caller, as LXCFS), or the host's files (off, the\n"
+	       "                           default otherwise)\n"
+	       "    -o cgroup_root=DIR     read cgroups in DIR (a v2 tree, or one directory per\n"
+	       "                           v1 controller) instead of the mounted hierarchies\n");
 }

@@ -23,6 +23,9 @@ struct options {
 	char *gid;
 	char *control;        /* -o control=SOCKET: serve other mounts handed over there */
 	char *daemon;         /* -o daemon=SOCKET: hand this mount to the daemon there */
+	char *resources;      /* -o resources=off|init|caller */
+	int res_mode;         /* its enum res_mode */
+	char *cgroup_root;    /* -o cgroup_root=DIR: a scratch cgroup tree (tests) */
 	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;

@@ -26,12 +26,14 @@
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
 #include "fs/ops/file_size.h"
+#include "fs/ops/name_class.h"
 #include "fs/ops/handle.h"
 #include "fs/ops/ns_helper.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/self_state.h"
 #include "fs/ops/settings.h"
 #include "fs/ops/thread_buf.h"
+#include "fs/res/resources.h"
 
 /* Flags the source open may honour; creation is refused separately. */
 #define PASSED_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
@@ -45,8 +47,11 @@ struct open_file {
 				   * (NULL once none could be had: EPERM) */
 	int flags;                /* the source open's flags */
 	pthread_mutex_t lock;     /* readers of one handle, over self_text */
-	char *self_text;          /* the text its own reader gets (self_state.c) */
+	char *self_text;          /* the text made for its reader: its own state
+				   * (self_state.c) or its cgroup's numbers (fs/res/) */
 	size_t self_len;
+	unsigned char res_file;   /* enum res_file: made from a cgroup's numbers */
+	struct res_target res;    /* whose, decided at open */
 };
 
 int open_file_fd(const struct fuse_file_info *fi)
@@ -103,6 +108,15 @@ static void open_file_free(struct open_file *of)
 	free(of);
 }
 
+/* Whose cgroup a resource file shows its opener: decided once per open
+ * (LXCFS decides at each read; the init of a namespace does not change,
+ * and its cgroups are read afresh with each text). */
+static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
+{
+	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
+	of->res = resources_target(fuse_req_ctx(req)->pid);
+}
+
 /* A source open of n as the caller, for the kernel's open flags. */
 static int open_file_make(fuse_req_t req, struct node *n, int flags, struct open_file **made)
 {
@@ -121,6 +135,8 @@ static int open_file_make(fuse_req_t req, struct node *n, int flags, struct open
 		open_file_free(of);
 		return r;
 	}
+	if (NC_RES_FILE(n->cls->flags) && resources_on())
+		resource_target(req, n, of);
 	file_size_opening(n);
 	*made = of;
 	return 0;
@@ -229,6 +245,71 @@ static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
 	return 0;
 }
 
+/* A resource file's whole source text, NUL-terminated. These are seq
+ * files, which fill a read unless at the end: a short read ends it (one
+ * read, not two, for the usual sizes). Its length, or -errno. */
+#define RES_SOURCE_START (64 * 1024)
+#define RES_SOURCE_MAX (4 * 1024 * 1024)
+
+static ssize_t resource_source(struct source_reader *r, char **text)
+{
+	size_t len = 0, cap = RES_SOURCE_START;
+	char *buf = malloc(cap), *more;
+	ssize_t got = 0;
+
+	while (buf && (got = read_for(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
+		len += (size_t)got;
+		if (len < cap - 1)
+			break;
+		if (cap >= RES_SOURCE_MAX || !(more = realloc(buf, cap *= 2)))
+			break;
+		buf = more;
+	}
+	if (!buf)
+		return -ENOMEM;
+	if (got < 0) {
+		free(buf);
+		return got;
+	}
+	buf[len] = '\0';
+	*text = buf;
+	return (ssize_t)len;
+}
+
+/* A resource file's text: the source's, made into the cgroup's (fs/res/),
+ * with the caller's credentials (entered already but through a helper). */
+static int take_resource_text(const struct node *n, struct open_file *of, const struct caller *c)
+{
+	struct source_reader r = { n, of, c->tid };
+	char *src = NULL, *text = NULL;
+	ssize_t len = resource_source(&r, &src);
+	size_t text_len = 0;
+	int made;
+
+	if (len < 0)
+		return (int)len;
+	if (of->via_helper && caller_enter(c)) {
+		free(src);
+		return -EACCES;
+	}
+	made = resources_render(of->res_file, &of->res, src, &text, &text_len);
+	if (of->via_helper)
+		caller_leave();
+	if (made < 0) {
+		free(src);
+		return made;
+	}
+	if (made == 0) { /* the source's text stands */
+		text = src;
+		text_len = (size_t)len;
+	} else {
+		free(src);
+	}
+	of->self_text = text;
+	of->self_len = text_len;
+	return 0;
+}
+
 static size_t from_self_text(const struct open_file *of, char *buf, size_t size, off_t off)
 {
 	size_t start = (size_t)off < of->self_len ? (size_t)off : of->self_len;
@@ -263,10 +344,14 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		return reply_err(req, r);
 	pthread_mutex_lock(&of->lock);
 	got = 0;
-	if (off == 0) { /* from the start: the reader's own state, or afresh */
+	if (off == 0 || (of->res_file && !of->self_text)) {
+		/* from the start: the reader's own state, its cgroup's numbers,
+		 * or afresh */
 		free(of->self_text);
 		of->self_text = NULL;
-		if (self_state_applies(n, c.tid))
+		if (of->res_file)
+			got = take_resource_text(n, of, &c);
+		else if (self_state_applies(n, c.tid))
 			got = take_self_text(n, of, c.tid);
 	}
 	if (got == 0)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fs/ops/names.h"
+#include "fs/res/resources.h"
 
 struct name_entry {
 	const char *name;
@@ -50,25 +51,32 @@ static const struct name_table plain_table = { NULL, 0, NULL, NULL, &target_many
 
 static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_TASK, 0 };
 
+/* The files a container's cgroup may give (fs/res/): LXCFS's set. */
+#define RESOURCE(file, ns) { &plain_table, LIFE_FIXED, ns, NC_RES(file), 0 }
 static const struct name_entry root_entries[] = {
+	{ "cpuinfo", RESOURCE(RES_CPUINFO, 0) },
+	{ "diskstats", RESOURCE(RES_DISKSTATS, 0) },
 	/* security/keys/proc.c: proc_keys_start/next skip keys whose owner the
 	 * opener's user namespace cannot map (seq_user_ns); which keys show is
 	 * the reader's credentials (the daemon possesses none, main.c). */
 	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
 	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 } },
+	{ "loadavg", RESOURCE(RES_LOADAVG, 0) },
+	{ "meminfo", RESOURCE(RES_MEMINFO, 0) },
 	{ "self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/stat.c: btime less the reader's time namespace offset */
-	{ "stat", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
+	{ "stat", RESOURCE(RES_STAT, RNS(RNS_TIME)) },
 	/* mm/swapfile.c swap_show: file paths relative to the reader's root */
-	{ "swaps", { &plain_table, LIFE_FIXED, RNS(RNS_ROOT), 0, 0 } },
+	{ "swaps", RESOURCE(RES_SWAPS, RNS(RNS_ROOT)) },
 	{ "sys", { &sys_table, LIFE_FIXED, 0, 0, 0 } },
 	/* ipc/util.c sysvipc_proc_open: the opener's ipc namespace, pids in its
 	 * active pid namespace, uids in its user namespace */
 	{ "sysvipc", { &by_ipc_user_table, LIFE_FIXED, 0, 0, 0 } },
 	{ "thread-self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, 0 } },
 	/* fs/proc/uptime.c: timens_add_boottime */
-	{ "uptime", { &plain_table, LIFE_FIXED, RNS(RNS_TIME), 0, 0 } },
+	{ "uptime", RESOURCE(RES_UPTIME, RNS(RNS_TIME)) },
 };
+#undef RESOURCE
 static const struct name_table root_table = TABLE(root_entries, NULL, &process, &target_many, &plain);
 
 static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0, 0 };

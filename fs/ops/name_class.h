@@ -47,6 +47,11 @@ enum name_life {
 #define NC_TEMPLATE      0x40 /* a thread directory listed from a template */
 #define NC_NAMES_VARY    0x80 /* names and attributes below depend on reader_ns: uncached */
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
+/* A resource file (enum res_file, fs/res/resources.h) in bits 10-12: made
+ * from a cgroup's numbers when the mount serves resources. */
+#define NC_RES_SHIFT 10
+#define NC_RES(file) ((file) << NC_RES_SHIFT)
+#define NC_RES_FILE(flags) (((flags) >> NC_RES_SHIFT) & 7)
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/ops/self_state.c). */
