@@ -221,7 +221,7 @@ const char *proc_events_start(const struct proc_events_config *cfg,
  * a drop waits for the directory lock that a root listing holds, and root
  * listings may be waiting for the listener (proc_events_sync). */
 enum notice_kind {
-	NOTICE_CREDS,  /* a uid or gid changed */
+	NOTICE_CREDS,  /* a uid or gid changed, or an exec (dumpable) */
 	NOTICE_EXITED, /* a leader exited */
 	NOTICE_LOST,   /* events were lost: whatever they said went unseen */
 };
@@ -309,14 +309,18 @@ static void leader_born(pid_t tgid)
 /* Known already, a group keeps its pid in the view: translated again, it
  * would be lost if it is gone by now (a batch applied late), and with it the
  * EXIT that follows. */
+/* An exec sets the process dumpable again, or not (a setuid program), which
+ * its files' owner shows: the caches drop it as for a change of its ids. */
 static void leader_execed(pid_t tgid)
 {
 	pid_t v = pid_view_leader_known(tgid);
 
-	if (v)
+	if (v) {
 		tgid_index_mark(v);
-	else
+		queue_notice(NOTICE_CREDS, v);
+	} else {
 		leader_born(tgid);
+	}
 }
 
 static void leader_exited(pid_t tgid)
