@@ -401,7 +401,7 @@ print(json.dumps(uids()), flush=True)
         first = json.loads(p.stdout.readline())
         userns = os.readlink("/proc/%d/ns/user" % p.pid)
         helpers = [int(q) for q in os.listdir("/proc") if q.isdigit() and is_ns_helper(int(q))
-                   and os.readlink("/proc/%s/ns/user" % q) == userns]
+                   and _userns_of(q) == userns]
         assert len(helpers) == 1, helpers
         os.kill(helpers[0], 9)
         deadline = time.time() + 10

@@ -17,6 +17,7 @@
 #include "fs/cleanup.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/dedup.h"
+#include "fs/ops/dir_reply.h"
 #include "fs/ops/entry.h"
 #include "fs/ops/handle.h"
 #include "fs/ops/ops.h"
@@ -109,69 +110,72 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Converts source entries into the reply until it is full; the next
  * request resumes at the d_off of the last entry that fitted. */
-static ssize_t fill_entries(fuse_req_t req, const struct node *dir, int fd, char *out, size_t size)
+static int fill_entries(struct dir_reply *r, int fd)
 {
-	char *raw = thread_buf(BUF_SOURCE, size);
+	char *raw = thread_buf(BUF_SOURCE, r->size);
 	struct dedup_listing dl;
-	size_t used = 0;
 
 	if (!raw)
 		return -ENOMEM;
-	dedup_listing_init(dir, &dl);
+	dedup_listing_init(r->dir, &dl);
 	for (;;) {
-		ssize_t got = getdents64(fd, raw, size);
+		ssize_t got = getdents64(fd, raw, r->size);
 
-		if (got < 0)
-			return used ? (ssize_t)used : -errno;
-		if (got == 0)
-			return (ssize_t)used;
+		if (got <= 0)
+			return got < 0 ? -errno : 0;
 		for (ssize_t pos = 0; pos < got;) {
 			struct dirent64 *de = (struct dirent64 *)(raw + pos);
-			unsigned char type = dedup_dtype(&dl, de->d_name, de->d_type);
-			struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)type << 12 };
-			size_t need = fuse_add_direntry(req, out + used, size - used, de->d_name, &st,
-							de->d_off);
 
-			if (need > size - used)
-				return (ssize_t)used;
-			used += need;
+			if (!dir_reply_add(r, de->d_name, dedup_dtype(&dl, de->d_name, de->d_type),
+					   de->d_ino, de->d_off))
+				return 0;
 			pos += de->d_reclen;
 		}
 	}
 }
 
-void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+/* A listing of n from offset off, as the caller; plus: READDIRPLUS. */
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+		 int plus)
 {
 	struct node *n = node_from_ino(ino);
-	char *out = thread_buf(BUF_REPLY, size);
 	struct dir_handle *h = NULL;
+	struct dir_reply reply;
 	struct caller c;
-	ssize_t used;
 	int r;
 
-	if (!out)
-		return reply_err(req, -ENOMEM);
 	if (ino != FUSE_ROOT_ID && !(h = dir_handle_of(req, n, fi, &r)))
 		return reply_err(req, r);
 	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
-	if (ino == FUSE_ROOT_ID) {
-		used = (ssize_t)root_dir_fill(req, out, size, off);
-		caller_end(&c);
-		return (void)fuse_reply_buf(req, out, (size_t)used);
+	dir_reply_init(&reply, req, n, size, plus);
+	if (!reply.out) {
+		r = -ENOMEM;
+	} else if (ino == FUSE_ROOT_ID) {
+		root_dir_fill(&reply, off);
+	} else {
+		pthread_mutex_lock(&h->lock);
+		if (thread_dir_listed(n))
+			r = thread_dir_fill(&reply, off);
+		else if (lseek(h->fd, off, SEEK_SET) < 0)
+			r = -errno;
+		else
+			r = fill_entries(&reply, h->fd);
+		pthread_mutex_unlock(&h->lock);
 	}
-	pthread_mutex_lock(&h->lock);
-	if (thread_dir_listed(n))
-		used = thread_dir_fill(req, n, out, size, off);
-	else if (lseek(h->fd, off, SEEK_SET) < 0)
-		used = -errno;
-	else
-		used = fill_entries(req, n, h->fd, out, size);
-	pthread_mutex_unlock(&h->lock);
 	caller_end(&c);
-	if (used < 0)
-		return reply_err(req, (int)used);
-	fuse_reply_buf(req, out, (size_t)used);
+	dir_reply_send(&reply, r);
+}
+
+void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 0);
+}
+
+void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 1);
 }
 
 void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

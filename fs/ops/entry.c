@@ -260,6 +260,16 @@ struct node *entry_resolve_fixed(uint64_t id)
 				  &(struct node_owner){ 0 }, cls, id);
 }
 
+int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
+		 struct fuse_entry_param *e)
+{
+	int r = node_walk_error(p, lookup_child(p, cls, name, e));
+
+	if (!r)
+		file_size_before_reply(node_from_ino(e->ino), 0);
+	return r;
+}
+
 void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_from_ino(parent);
@@ -274,7 +284,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	cls = name_classify(p->cls, name);
 	if ((r = caller_begin(req, reader_ns_kinds(cls, 0), &c)))
 		return reply_err(req, r);
-	r = node_walk_error(p, lookup_child(p, cls, name, &e));
+	r = entry_lookup(p, cls, name, &e);
 	caller_end(&c);
 	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
@@ -285,7 +295,6 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (r)
 		return reply_err(req, r);
-	file_size_before_reply(node_from_ino(e.ino), 0);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the caller was interrupted */
 		node_forget(node_from_ino(e.ino), 1);
 }

@@ -39,6 +39,14 @@ static inline int node_error(const struct node *n, int r)
 	return dead ? dead : r;
 }
 
+struct fuse_entry_param;
+struct name_class;
+
+/* The entry a LOOKUP of name (of class cls) in p answers, counted as one
+ * lookup of its node: 0, or the errno. */
+int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
+		 struct fuse_entry_param *e);
+
 /* Attributes of a node as the source shows them to the current credentials. */
 int node_stat(struct node *n, struct stat *st);
 

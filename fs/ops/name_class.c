@@ -120,7 +120,7 @@ static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NUL
 
 static const struct name_entry process_entries[] = {
 	{ "attr", { &plain_table, LIFE_TASK, 0, 0, 0 } },
-	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE, 0 } },
+	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_LIST_PLUS, 0 } },
 	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
@@ -135,7 +135,7 @@ static const struct name_table process_table = TABLE(process_entries, &task_comm
  * are listed from templates. */
 static const struct name_entry thread_entries[] = {
 	{ "attr", { &thread_fixed_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },
-	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
+	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES | NC_LIST_PLUS, 0 } },
 	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
 	{ "net", { &pid_net_table, LIFE_TASK, 0, NC_THREAD_NET, 0 } },
 	{ "ns", { &links_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },

@@ -46,6 +46,8 @@ enum name_life {
 #define NC_THREADS_LINK  0x20 /* task/ of a thread id at the root: a link to the leader's */
 #define NC_TEMPLATE      0x40 /* a thread directory listed from a template */
 #define NC_NAMES_VARY    0x80 /* names and attributes below depend on reader_ns: uncached */
+#define NC_LIST_PLUS    0x100 /* listed with each entry's lookup (READDIRPLUS): fd/, whose
+			       * names lsof and ls -l look up next */
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
 /* A resource file (enum res_file, fs/res/resources.h) in bits 10-12: made
  * from a cgroup's numbers when the mount serves resources. */

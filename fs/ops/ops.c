@@ -15,8 +15,14 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 	 * files) instead of becoming a separate SETATTR. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	/* Listing the root must not stat every process. */
-	conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+	/* fd/ is listed with its entries' lookups, which tools make next; the
+	 * kernel asks for them at the start of a listing and after lookups in
+	 * it (AUTO), and other directories answer without (dir_reply.h), so
+	 * listing the root never stats a process. */
+	if ((conn->capable & FUSE_CAP_READDIRPLUS) && (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
+		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	else
+		conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
 	/* Never let the kernel cache symlink texts: "self" differs per caller. */
 	conn->want &= ~FUSE_CAP_CACHE_SYMLINKS;
 	if (on_connected)

@@ -34,6 +34,8 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino);
 
 void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
 void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

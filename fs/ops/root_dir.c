@@ -21,6 +21,7 @@
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/cleanup.h"
+#include "fs/ops/dir_reply.h"
 #include "fs/log.h"
 #include "fs/ops/settings.h"
 
@@ -105,19 +106,6 @@ void root_dir_destroy(void)
 	nstatics = 0;
 }
 
-/* Adds one entry; 0 when the reply is full. */
-static int add(fuse_req_t req, char *out, size_t size, size_t *used, const char *name,
-	       unsigned char type, ino_t ino, off_t next)
-{
-	struct stat st = { .st_ino = ino, .st_mode = (mode_t)type << 12 };
-	size_t need = fuse_add_direntry(req, out + *used, size - *used, name, &st, next);
-
-	if (need > size - *used)
-		return 0;
-	*used += need;
-	return 1;
-}
-
 /* hidepid=invisible and =ptraceable hide the processes the caller may not
  * trace from the listing too: the source, asked as the caller, knows. */
 static int visible(const char *name)
@@ -127,16 +115,15 @@ static int visible(const char *name)
 	return pf.hide_level < 2 || fstatat(pf.srcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
+void root_dir_fill(struct dir_reply *r, off_t off)
 {
-	size_t used = 0;
 	char name[24];
 
 	for (size_t i = 0; i < nstatics; i++)
 		if (statics[i].pos >= off &&
-		    !add(req, out, size, &used, statics[i].name, statics[i].type, statics[i].ino,
-			 statics[i].next))
-			return used;
+		    !dir_reply_add(r, statics[i].name, statics[i].type, statics[i].ino,
+				   statics[i].next))
+			return;
 	tgid_index_refresh();
 	proc_events_sync();
 	for (int64_t tgid = tgid_index_next(off > TGID_OFFSET ? (uint32_t)(off - TGID_OFFSET) : 0);
@@ -144,8 +131,7 @@ size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off)
 		snprintf(name, sizeof(name), "%lld", (long long)tgid);
 		if (!visible(name))
 			continue;
-		if (!add(req, out, size, &used, name, DT_DIR, (ino_t)tgid, TGID_OFFSET + tgid + 1))
+		if (!dir_reply_add(r, name, DT_DIR, (ino_t)tgid, TGID_OFFSET + tgid + 1))
 			break;
 	}
-	return used;
 }

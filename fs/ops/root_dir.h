@@ -8,7 +8,8 @@
 
 int root_dir_init(void);
 void root_dir_destroy(void);
-size_t root_dir_fill(fuse_req_t req, char *out, size_t size, off_t off);
+struct dir_reply;
+void root_dir_fill(struct dir_reply *r, off_t off);
 
 /* The fixed node id of a name beside the pids (cache/node.h: the same in every
  * server), 0 for any other name; and the name of a fixed id, or NULL. */

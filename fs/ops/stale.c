@@ -104,6 +104,13 @@ static void g_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pf_readdir(req, ino, size, off, fi);
 }
 
+static void g_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	if (!stale(req, ino))
+		pf_readdirplus(req, ino, size, off, fi);
+}
+
 typedef void handle_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* A handle of an earlier daemon has nothing to release here: its fh is
@@ -217,6 +224,7 @@ void stale_guard_ops(struct fuse_lowlevel_ops *ops)
 	ops->readlink = g_readlink;
 	ops->opendir = g_opendir;
 	ops->readdir = g_readdir;
+	ops->readdirplus = g_readdirplus;
 	ops->releasedir = g_releasedir;
 	ops->open = g_open;
 	ops->read = g_read;

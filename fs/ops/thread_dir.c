@@ -20,6 +20,7 @@
 
 #include "fs/cleanup.h"
 #include "fs/ops/dedup.h"
+#include "fs/ops/dir_reply.h"
 #include "fs/ops/entry.h"
 #include "fs/ops/name_class.h"
 #include "fs/ops/names.h"
@@ -148,31 +149,24 @@ int thread_dir_listed(const struct node *dir)
 	return suffix && template_for(suffix);
 }
 
-ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off)
+int thread_dir_fill(struct dir_reply *r, off_t off)
 {
-	const struct template *t = template_for(fixed_suffix(dir));
+	const struct template *t = template_for(fixed_suffix(r->dir));
 	struct dedup_listing dl = { 0 };
-	size_t used = 0;
-	int r;
+	int err;
 
-	if (node_gone(dir))
+	if (node_gone(r->dir))
 		return -ENOENT; /* procfs: the thread is gone */
-	if ((r = node_alive(dir)))
-		return r;
+	if ((err = node_alive(r->dir)))
+		return err;
 	if (!*t->suffix)
-		dedup_listing_init(dir, &dl);
+		dedup_listing_init(r->dir, &dl);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct template_entry *e = &t->e[i];
-		struct stat st = { .st_ino = e->ino,
-				   .st_mode = (mode_t)dedup_dtype(&dl, e->name, e->type) << 12 };
-		size_t need;
 
-		if (e->pos < off)
-			continue;
-		need = fuse_add_direntry(req, out + used, size - used, e->name, &st, e->next);
-		if (need > size - used)
+		if (e->pos >= off &&
+		    !dir_reply_add(r, e->name, dedup_dtype(&dl, e->name, e->type), e->ino, e->next))
 			break;
-		used += need;
 	}
-	return (ssize_t)used;
+	return 0;
 }

@@ -9,6 +9,7 @@
 void thread_dir_init(int same_pid_ns);
 void thread_dir_destroy(void);
 int thread_dir_listed(const struct node *dir);
-ssize_t thread_dir_fill(fuse_req_t req, const struct node *dir, char *out, size_t size, off_t off);
+struct dir_reply;
+int thread_dir_fill(struct dir_reply *r, off_t off);
 
 #endif
