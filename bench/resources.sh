@@ -5,8 +5,8 @@
 #     -o resources=caller, and a pidns= view (resources=init) of a namespace whose init
 #     is in that cgroup;
 #   - files not virtualised (PID/stat, PID/status, and meminfo with resources=off)
-#     through this build and the build before (BASE, default the commit this branch
-#     left main at): they must cost no more than before.
+#     through this build and the build before (BASE, default main just before the
+#     merge that brought fs/res/): they must cost no more than before.
 # Every figure is the median over ROUNDS rounds of each round's median of COUNT reads
 # (bench/readlat.c); arms rotate within a round. Writes the section "resources" of
 # bench/RESULTS.md.
@@ -17,7 +17,9 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-9}
 COUNT=${COUNT:-1000}
-DEFAULT_BASE=$(git -C "$(dirname "$0")" merge-base HEAD main)
+# main just before resources merged: the first parent of the merge that brought them
+DEFAULT_BASE=$(git -C "$(dirname "$0")" rev-parse "$(git -C "$(dirname "$0")" log --first-parent \
+	--merges --format=%H -- :/fs/res/resources.c | tail -1)^1")
 BASE=${BASE:-$DEFAULT_BASE}
 INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
     [[ $BASE != "$DEFAULT_BASE" ]] && printf 'BASE=%s ' "$BASE"; true)bench/resources.sh"
