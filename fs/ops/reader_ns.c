@@ -43,6 +43,24 @@ static struct {
 } daemons[RNS_KINDS];
 static int daemon_cwd = -1;
 
+/* A namespace link's text, "user:[4026531837]" (fs/nsfs.c ns_get_name),
+ * names its inode: reading it costs a third of a stat that follows the link,
+ * which makes the namespace file's dentry (0.8 against 2.4 µs here, on every
+ * request of a caller with capabilities). */
+static int ns_ino_of(const char *path, uint64_t *ino)
+{
+	char text[64], *open, *end;
+	ssize_t n = readlinkat(self_proc, path, text, sizeof(text) - 1);
+
+	if (n < 0)
+		return -errno;
+	text[n] = '\0';
+	if (!(open = strstr(text, ":[")))
+		return -EINVAL;
+	*ino = strtoull(open + 2, &end, 10);
+	return *end == ']' && end > open + 2 ? 0 : -EINVAL;
+}
+
 /* tid's namespace (or root) of that kind, as it names it now. */
 static int id_of(const char *task, enum reader_ns_kind kind, struct ctx_id *id)
 {
@@ -50,10 +68,13 @@ static int id_of(const char *task, enum reader_ns_kind kind, struct ctx_id *id)
 	struct statx sx;
 
 	snprintf(path, sizeof(path), "%s/%s", task, kinds[kind].file);
+	id->mnt = 0;
+	if (kinds[kind].type)
+		return ns_ino_of(path, &id->ino);
 	if (statx(self_proc, path, 0, STATX_INO | STATX_MNT_ID, &sx))
 		return -errno;
 	id->ino = sx.stx_ino;
-	id->mnt = kinds[kind].type ? 0 : sx.stx_mnt_id;
+	id->mnt = sx.stx_mnt_id;
 	return 0;
 }
 
@@ -190,7 +211,7 @@ static struct ns_file *ns_file_get(int tid, int kind, const struct ctx_id *id)
 	fd = openat(self_proc, path, (kinds[kind].type ? O_RDONLY : O_PATH | O_DIRECTORY) | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	/* the caller moved between statx and open: not the one it named */
+	/* the caller moved between id_of and the open: not the one it named */
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &sx) || sx.stx_ino != id->ino ||
 	    (!kinds[kind].type && sx.stx_mnt_id != id->mnt)) {
 		close(fd);
