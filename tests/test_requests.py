@@ -2,6 +2,7 @@
 saves them (READDIRPLUS, fs/ops/dir_reply.h). Counted from the daemon's debug log, with
 names kept an hour, so that no lifetime runs out between the listing and the walk."""
 import os
+import time
 
 
 def lookups(mount):
@@ -49,3 +50,45 @@ def test_other_listings_answer_none(mount_with, victim):
         except FileNotFoundError:
             pass  # exited since the listing; its lookup is counted all the same
     assert lookups(m) >= before + looked
+
+
+def getattrs(mount):
+    return mount.output().count("opcode: GETATTR ")
+
+
+# Attributes kept for ATTR_S seconds: a walk refreshes each directory's once, and what
+# it asks again within the same call is answered from the cache.
+ATTR_S = 2
+
+
+def stat_getattrs(mount, path):
+    """GETATTRs that one stat() of path makes once every attribute kept for ATTR_S has
+    expired."""
+    time.sleep(ATTR_S + 0.1)
+    before = getattrs(mount)
+    st = os.stat(path)
+    return getattrs(mount) - before, st
+
+
+def test_namespace_attributes_last_with_the_process(mount_with, victim):
+    """What stat() through ns/X says is the namespace's file, whose attributes never
+    change: cached while the process lives, past attr_timeout, as the same through fd/N
+    to a socket is not (a socket can be chown'ed, a pipe's times move).
+    A walk to the target asks for the attributes of the directories on the way (root,
+    ns/) as stat() of ns/ itself does; the target's own come from the cache."""
+    m = mount_with("debug", "attr_timeout=%d" % ATTR_S)
+    assert str(victim.pid) in os.listdir(m.p())  # indexed: its names cacheable
+    real = "/proc/%d/" % victim.pid
+    ns = m.p(victim.pid, "ns", "net")
+    assert os.stat(ns).st_ino == os.stat(real + "ns/net").st_ino
+    walk, _ = stat_getattrs(m, m.p(victim.pid, "ns"))
+    asked, st = stat_getattrs(m, ns)
+    assert st.st_ino == os.stat(real + "ns/net").st_ino
+    assert asked == walk, "the namespace's attributes were asked again"
+    sock = next(n for n in os.listdir(real + "fd")
+                if os.readlink(real + "fd/" + n).startswith("socket:"))
+    os.stat(m.p(victim.pid, "fd", sock))
+    walk, _ = stat_getattrs(m, m.p(victim.pid, "fd"))
+    asked, st = stat_getattrs(m, m.p(victim.pid, "fd", sock))
+    assert st.st_ino == os.stat(real + "fd/" + sock).st_ino
+    assert asked == walk + 1, "a socket's attributes cached"

@@ -163,6 +163,10 @@ static double attr_timeout_for(const struct node *n)
 	if (life == LIFE_PROCESS ||
 	    (life == LIFE_TASK && n->type != S_IFDIR && !(n->cls->flags & NC_DEDUP_LINKS)))
 		return PROCESS_LIFETIME_S;
+	/* a namespace named in a live process: as long as its name (entry_timeout_for) */
+	if (life == LIFE_OBJECT && (n->cls->flags & NC_STABLE_ATTRS) && n->owner.tgid &&
+	    process_cacheable(n->owner.tgid))
+		return PROCESS_LIFETIME_S;
 	return pf.attr_timeout;
 }
 

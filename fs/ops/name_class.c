@@ -28,10 +28,12 @@ struct name_table {
 					    * fds from 0), or NULL */
 	const struct name_class *linktext; /* "type:[...]" names, or NULL */
 	const struct name_class *other;
+	const struct name_class *object;   /* a "type:[N]" name of one object, if not
+					    * target_one */
 };
 
 #define TABLE(entries, more, num, link, rest) \
-	{ entries, sizeof(entries) / sizeof(entries[0]), more, num, link, rest }
+	{ entries, sizeof(entries) / sizeof(entries[0]), more, num, link, rest, NULL }
 
 static const struct name_table plain_table, task_common, sys_net_ipv4_table, process_table, thread_table, tasks_table, fd_table,
 	fdinfo_table, volatile_table, links_table, pid_net_table, sys_table, sys_kernel_table,
@@ -45,7 +47,7 @@ static const struct name_class plain = { &plain_table, LIFE_FIXED, 0, 0, 0 };
 static const struct name_class target_one = { NULL, LIFE_OBJECT, 0, NC_LINK_TARGET, 0 };
 static const struct name_class target_many = { NULL, LIFE_NONE, 0, NC_LINK_TARGET, 0 };
 
-static const struct name_table plain_table = { NULL, 0, NULL, NULL, &target_many, &plain };
+static const struct name_table plain_table = { NULL, 0, NULL, NULL, &target_many, &plain, NULL };
 
 /* --- the root ------------------------------------------------------------ */
 
@@ -145,32 +147,37 @@ static const struct name_table thread_table = TABLE(thread_entries, &task_common
 
 /* attr/'s subdirectories (apparmor, smack...) are fixed for every thread too. */
 static const struct name_class thread_fixed = { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 };
-static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL, &target_many, &thread_fixed };
+static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL, &target_many, &thread_fixed, NULL };
 
 /* Thread ids come and go while the process lives. */
 static const struct name_class thread = { &thread_table, LIFE_NONE, 0, NC_TASK | NC_TEMPLATE, 0 };
-static const struct name_table tasks_table = { NULL, 0, NULL, &thread, &target_many, &plain };
+static const struct name_table tasks_table = { NULL, 0, NULL, &thread, &target_many, &plain, NULL };
 
 /* fd/N: a link whose text is read afresh; the number stays while open.
  * Its text is a path relative to the reader's root (d_path). */
 static const struct name_class fd_link = { NULL, LIFE_NAME, RNS(RNS_ROOT), 0, 0 };
-static const struct name_table fd_table = { NULL, 0, NULL, &fd_link, &target_many, &plain };
+static const struct name_table fd_table = { NULL, 0, NULL, &fd_link, &target_many, &plain, NULL };
 
 /* Names that come and go while their directory lives. */
 static const struct name_class volatile_name = { NULL, LIFE_NONE, 0, 0, 0 };
-static const struct name_table fdinfo_table = { NULL, 0, NULL, &volatile_name, &target_many, &plain };
+static const struct name_table fdinfo_table = { NULL, 0, NULL, &volatile_name, &target_many, &plain, NULL };
 /* map_files/ADDR-ADDR: links to the mapped files, relative to the reader's root */
 static const struct name_class mapped_file = { NULL, LIFE_NONE, RNS(RNS_ROOT), 0, 0 };
 static const struct name_table volatile_table = { NULL, 0, NULL, &mapped_file, &target_many,
-						  &mapped_file };
+						  &mapped_file, NULL };
 
 /* ns/: fixed names that are links, as long as the task lives (pstree stats
- * each one of every process). */
+ * each one of every process). A namespace's file keeps its attributes for
+ * as long as it is named (fs/nsfs.c makes them once), so those of the
+ * namespace a link names last as long as the name. */
 static const struct name_class ns_link = { NULL, LIFE_TASK, 0, 0, 0 };
-static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many, &ns_link };
+static const struct name_class ns_object = { NULL, LIFE_OBJECT, 0,
+					     NC_LINK_TARGET | NC_STABLE_ATTRS, 0 };
+static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many, &ns_link,
+					       &ns_object };
 
 static const struct name_class pid_net = { &pid_net_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
-static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_many, &pid_net };
+static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_many, &pid_net, NULL };
 
 /* --- sys/ ------------------------------------------------------------------ */
 
@@ -199,12 +206,12 @@ static const struct name_table sys_net_table = TABLE(sys_net_entries, NULL, NULL
 
 /* Whole subtrees in one namespace. */
 static const struct name_class by_user = { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
-static const struct name_table by_user_table = { NULL, 0, NULL, NULL, NULL, &by_user };
+static const struct name_table by_user_table = { NULL, 0, NULL, NULL, NULL, &by_user, NULL };
 static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 };
-static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc };
+static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc, NULL };
 static const struct name_class by_ipc_user = { &by_ipc_user_table, LIFE_FIXED,
 					       RNS(RNS_IPC) | RNS(RNS_USER) | RNS(RNS_PID), 0, 0 };
-static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, &by_ipc_user };
+static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, &by_ipc_user, NULL };
 
 #define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0, 0 }
 #define IPC { &plain_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 }
@@ -304,7 +311,7 @@ const struct name_class *name_classify(const struct name_class *dir, const char 
 	if (t->numeric && numeric(t->numeric, name))
 		return t->numeric;
 	if (t->linktext && name_is_link_text(name))
-		return name_is_one_object(name) ? &target_one : t->linktext;
+		return !name_is_one_object(name) ? t->linktext : t->object ? t->object : &target_one;
 	return t->other;
 }
 

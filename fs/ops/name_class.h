@@ -54,6 +54,7 @@ enum name_life {
 #define NC_RES_SHIFT 10
 #define NC_RES(file) ((file) << NC_RES_SHIFT)
 #define NC_RES_FILE(flags) (((flags) >> NC_RES_SHIFT) & 7)
+#define NC_STABLE_ATTRS 0x2000 /* a link target whose attributes never change */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/ops/self_state.c). */
