@@ -147,7 +147,8 @@ static const struct name_table thread_table = TABLE(thread_entries, &task_common
 
 /* attr/'s subdirectories (apparmor, smack...) are fixed for every thread too. */
 static const struct name_class thread_fixed = { &thread_fixed_table, LIFE_FIXED, 0, NC_TEMPLATE, 0 };
-static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL, &target_many, &thread_fixed, NULL };
+static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL,
+						      &target_many, &thread_fixed, NULL };
 
 /* Thread ids come and go while the process lives. */
 static const struct name_class thread = { &thread_table, LIFE_NONE, 0, NC_TASK | NC_TEMPLATE, 0 };
@@ -160,7 +161,8 @@ static const struct name_table fd_table = { NULL, 0, NULL, &fd_link, &target_man
 
 /* Names that come and go while their directory lives. */
 static const struct name_class volatile_name = { NULL, LIFE_NONE, 0, 0, 0 };
-static const struct name_table fdinfo_table = { NULL, 0, NULL, &volatile_name, &target_many, &plain, NULL };
+static const struct name_table fdinfo_table = { NULL, 0, NULL, &volatile_name,
+						&target_many, &plain, NULL };
 /* map_files/ADDR-ADDR: links to the mapped files, relative to the reader's root */
 static const struct name_class mapped_file = { NULL, LIFE_NONE, RNS(RNS_ROOT), 0, 0 };
 static const struct name_table volatile_table = { NULL, 0, NULL, &mapped_file, &target_many,
@@ -177,7 +179,8 @@ static const struct name_table links_table = { NULL, 0, NULL, NULL, &target_many
 					       &ns_object };
 
 static const struct name_class pid_net = { &pid_net_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
-static const struct name_table pid_net_table = { NULL, 0, NULL, NULL, &target_many, &pid_net, NULL };
+static const struct name_table pid_net_table = { NULL, 0, NULL, NULL,
+						 &target_many, &pid_net, NULL };
 
 /* --- sys/ ------------------------------------------------------------------ */
 
@@ -211,7 +214,8 @@ static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC
 static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc, NULL };
 static const struct name_class by_ipc_user = { &by_ipc_user_table, LIFE_FIXED,
 					       RNS(RNS_IPC) | RNS(RNS_USER) | RNS(RNS_PID), 0, 0 };
-static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL, NULL, &by_ipc_user, NULL };
+static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL,
+						     NULL, &by_ipc_user, NULL };
 
 #define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0, 0 }
 #define IPC { &plain_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 }
