@@ -235,7 +235,24 @@ def start_victim(*args):
     if not line:
         kill_tree(proc)
         raise RuntimeError("victim exited %s before reporting" % proc.returncode)
-    return Victim(proc, json.loads(line))
+    v = Victim(proc, json.loads(line))
+    # Its main thread still runs for a moment after the line (on a busy machine, long
+    # enough for a tool to list it R, then S): tests compare its rows between runs.
+    deadline = time.time() + 10
+    while not all(task_state(v.pid, t) == "S" for t in v.tids):
+        if time.time() > deadline:
+            kill_tree(proc)
+            raise RuntimeError("victim not asleep after 10 s")
+        time.sleep(0.01)
+    return v
+
+
+def task_state(pid, tid):
+    try:
+        with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 @pytest.fixture(scope="module")
