@@ -234,39 +234,30 @@ static ssize_t read_for(void *ctx, char *buf, size_t size, off_t off)
 	return read_source(r->n, r->of, r->tid, buf, size, off);
 }
 
-static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
+/* A text made at once (a seq file of one record, which fills a read unless
+ * at its end: a short read ends it), read whole from offset 0 and
+ * NUL-terminated into a new buffer. Its length, or -errno. */
+#define WHOLE_TEXT_START 4096
+#define WHOLE_TEXT_MAX (4 * 1024 * 1024)
+
+static ssize_t read_whole(struct source_reader *r, size_t cap, char **text)
 {
-	struct source_reader r = { n, of, tid };
-	ssize_t len = self_state_text(n, &of->self_text, read_for, &r);
-
-	if (len < 0)
-		return (int)len;
-	of->self_len = (size_t)len;
-	return 0;
-}
-
-/* A resource file's whole source text, NUL-terminated. These are seq
- * files, which fill a read unless at the end: a short read ends it (one
- * read, not two, for the usual sizes). Its length, or -errno. */
-#define RES_SOURCE_START (64 * 1024)
-#define RES_SOURCE_MAX (4 * 1024 * 1024)
-
-static ssize_t resource_source(struct source_reader *r, char **text)
-{
-	size_t len = 0, cap = RES_SOURCE_START;
+	size_t len = 0;
 	char *buf = malloc(cap), *more;
-	ssize_t got = 0;
+	ssize_t got;
 
-	while (buf && (got = read_for(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
+	if (!buf)
+		return -ENOMEM;
+	while ((got = read_for(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
 		len += (size_t)got;
 		if (len < cap - 1)
 			break;
-		if (cap >= RES_SOURCE_MAX || !(more = realloc(buf, cap *= 2)))
+		if (cap >= WHOLE_TEXT_MAX || !(more = realloc(buf, cap *= 2))) {
+			got = cap >= WHOLE_TEXT_MAX ? 0 : -ENOMEM;
 			break;
+		}
 		buf = more;
 	}
-	if (!buf)
-		return -ENOMEM;
 	if (got < 0) {
 		free(buf);
 		return got;
@@ -276,13 +267,25 @@ static ssize_t resource_source(struct source_reader *r, char **text)
 	return (ssize_t)len;
 }
 
+static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
+{
+	struct source_reader r = { n, of, tid };
+	ssize_t len = read_whole(&r, WHOLE_TEXT_START, &of->self_text);
+
+	if (len < 0)
+		return (int)len;
+	of->self_len = self_state_fix(n, of->self_text, (size_t)len);
+	return 0;
+}
+
 /* A resource file's text: the source's, made into the cgroup's (fs/res/),
  * with the caller's credentials (entered already but through a helper). */
 static int take_resource_text(const struct node *n, struct open_file *of, const struct caller *c)
 {
 	struct source_reader r = { n, of, c->tid };
 	char *src = NULL, *text = NULL;
-	ssize_t len = resource_source(&r, &src);
+	/* meminfo, stat and cpuinfo fit the first read of 64 KiB */
+	ssize_t len = read_whole(&r, 64 * 1024, &src);
 	size_t text_len = 0;
 	int made;
 

@@ -87,31 +87,7 @@ static size_t fix(const struct node *n, char *text, size_t len)
 	return len;
 }
 
-ssize_t self_state_text(const struct node *n, char **text,
-			ssize_t (*read_at)(void *ctx, char *buf, size_t size, off_t off), void *ctx)
+size_t self_state_fix(const struct node *n, char *text, size_t len)
 {
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-	ssize_t got = 1;
-
-	if (!buf)
-		return -ENOMEM;
-	while ((got = read_at(ctx, buf + len, cap - len, (off_t)len)) > 0) {
-		len += (size_t)got;
-		if (len < cap)
-			continue;
-		if (cap >= SELF_TEXT_MAX)
-			break;
-		char *more = realloc(buf, cap *= 2);
-
-		if (!more)
-			break;
-		buf = more;
-	}
-	if (got < 0) {
-		free(buf);
-		return got;
-	}
-	*text = buf;
-	return (ssize_t)fix(n, buf, len);
+	return fix(n, text, len);
 }
