@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# bench/floor.sh — the floor, measured in every run (issue 11, point 1): what a FUSE read
+# costs when the server does nothing but answer, next to what procfast's costs. Two
+# minimal servers answer one ~300-byte direct-I/O file, /stat, from memory:
+#   - bench/floor/floor_libfuse.c: libfuse 3 low-level API, multithreaded loop, over
+#     /dev/fuse (the transport procfast uses unless it links liburing);
+#   - bench/floor/floor_uring.c: the raw protocol over FUSE-over-io_uring, a queue per
+#     vCPU, each served by a thread pinned to it (enable_uring is set Y for the run and
+#     restored at exit).
+# Measured, each with open+read-to-EOF+close and with pread of a kept-open file
+# (bench/readlat.c): /proc/PID/stat of a sleeper, the two floors' /stat, procfast's
+# PID/stat (Release build of this tree). Every figure is the median over ROUNDS rounds
+# of each round's median of COUNT reads; arms rotate within a round. Writes the section
+# "floor" of bench/RESULTS.md. Issue 11's targets: procfast ≤ 1.2× the floor on the
+# same transport; over io_uring, procfast's open+read+close ≤ 0.75× the libfuse floor.
+#
+# Run as root: bench/floor.sh      (ROUNDS=9 COUNT=1000 to override)
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+ROUNDS=${ROUNDS:-9}
+COUNT=${COUNT:-1000}
+INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
+    true)bench/floor.sh"
+[[ $EUID -eq 0 ]] || { echo "floor.sh: must run as root" >&2; exit 1; }
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+[[ -w $URING_PARAM ]] || { echo "floor.sh: no $URING_PARAM (a kernel without CONFIG_FUSE_IO_URING?)" >&2; exit 1; }
+need=()
+for pkg in libfuse3-dev liburing-dev pkg-config; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
+if ((${#need[@]})); then
+	apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
+fi
+
+# A scratch root of its own, apart from the /tmp/procfast-* trees whose cleanups
+# unmount by pattern: none of them meets these mounts, nor this one theirs.
+rmdir "$WORK"
+mkdir -p /tmp/floor-work
+WORK=$(mktemp -d /tmp/floor-work/run.XXXXXX)
+
+MOUNTS=()
+SERVERS=()
+URING_OLD=
+PROCFAST_BIN=
+stop_server() { # PID: SIGTERM (it unmounts itself), SIGKILL after 2 s
+	kill -TERM "$1" 2>/dev/null || return 0
+	for _ in $(seq 40); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+# procfast's processes of this run: those running this run's binary.
+procfast_pids() {
+	local p
+	for p in /proc/[0-9]*; do
+		[[ $(readlink "$p/exe" 2>/dev/null) == "$PROCFAST_BIN"* ]] && echo "${p#/proc/}"
+	done
+	return 0
+}
+cleanup() { # every step, whatever the one before did
+	set +e
+	for p in "${SERVERS[@]}"; do stop_server "$p"; done
+	unmount_all "${MOUNTS[@]}"
+	# procfast ends by itself once unmounted, within a second or two here.
+	if [[ -n ${PROCFAST_BIN:-} ]]; then
+		for _ in $(seq 100); do [[ -z $(procfast_pids) ]] && break; sleep 0.1; done
+		for p in $(procfast_pids); do kill -KILL "$p"; done 2>/dev/null
+	fi
+	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
+	[[ -n $URING_OLD ]] && echo "$URING_OLD" >"$URING_PARAM"
+	rm -rf "$WORK"
+	rmdir /tmp/floor-work 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Builds: procfast Release, readlat and the two floors with the same compiler flags.
+release "$ROOT" "$WORK/cur-build"
+PROCFAST_BIN=$WORK/cur-build/procfast
+cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
+CFLAGS_FLOOR=(-std=gnu11 -O2 -Wall -Wextra -Werror)
+# shellcheck disable=SC2046 # pkg-config's words are flags
+cc "${CFLAGS_FLOOR[@]}" $(pkg-config --cflags fuse3) -o "$WORK/floor_libfuse" \
+	"$ROOT/bench/floor/floor_libfuse.c" $(pkg-config --libs fuse3)
+cc "${CFLAGS_FLOOR[@]}" -o "$WORK/floor_uring" "$ROOT/bench/floor/floor_uring.c" -luring -lpthread
+
+URING_OLD=$(cat "$URING_PARAM")
+echo Y >"$URING_PARAM"
+
+wait_mounted() { # PATH PID: the mount is up, its server alive
+	for _ in $(seq 100); do mountpoint -q "$1" && return 0; kill -0 "$2" 2>/dev/null || break; sleep 0.05; done
+	echo "floor.sh: $1 did not mount" >&2
+	exit 1
+}
+start_floor() { # NAME: bench/floor/floor_NAME -f on $WORK/NAME, its stderr in $WORK/NAME.log
+	mkdir -p "$WORK/$1"
+	"$WORK/floor_$1" -f "$WORK/$1" </dev/null >/dev/null 2>"$WORK/$1.log" &
+	SERVERS+=($!)
+	MOUNTS+=("$WORK/$1")
+	wait_mounted "$WORK/$1" "$!"
+}
+start_floor libfuse
+start_floor uring
+URING_PID=${SERVERS[1]}
+mkdir -p "$WORK/procfast"
+"$PROCFAST_BIN" "$WORK/procfast" # mounted when it returns
+MOUNTS+=("$WORK/procfast")
+sleep 600 >/dev/null 2>&1 &
+SLEEPER=$!
+
+# Sanity: both floors serve the same text (the io_uring one only once every queue
+# registered: a read before would block), procfast serves the sleeper's stat.
+floor_text=$(timeout 10 cat "$WORK/libfuse/stat")
+FLOOR_BYTES=$(wc -c <"$WORK/libfuse/stat")
+[[ ${#floor_text} -gt 200 && $(timeout 10 cat "$WORK/uring/stat") == "$floor_text" ]] ||
+	{ echo "floor.sh: the floors' /stat differ or are empty" >&2; cat "$WORK"/*.log >&2; exit 1; }
+[[ $(cat "$WORK/procfast/$SLEEPER/stat") == "$SLEEPER (sleep) "* ]] ||
+	{ echo "floor.sh: procfast's $SLEEPER/stat is not the sleeper's" >&2; exit 1; }
+if ldd "$PROCFAST_BIN" | grep -q liburing; then PF_TRANSPORT="links liburing"; else PF_TRANSPORT="/dev/fuse"; fi
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A SAMPLES
+TARGETS=(proc libfuse uring procfast)
+path_of() { # TARGET
+	case $1 in
+	proc) echo "/proc/$SLEEPER/stat" ;;
+	procfast) echo "$WORK/procfast/$SLEEPER/stat" ;;
+	*) echo "$WORK/$1/stat" ;;
+	esac
+}
+arms=()
+for m in orc pread; do for t in "${TARGETS[@]}"; do arms+=("$m|$t"); done; done
+for ((round = 0; round < ROUNDS; round++)); do
+	n=${#arms[@]}
+	for ((i = 0; i < n; i++)); do
+		IFS='|' read -r mode target <<<"${arms[$(((i + round * 3) % n))]}"
+		out=$("$WORK/readlat" "$mode" "$(path_of "$target")" "$COUNT")
+		[[ ${out#* } -gt 0 ]] || { echo "floor.sh: $mode $target read ${out#* } bytes" >&2; exit 1; }
+		SAMPLES[$mode|$target]+="${out%% *} "
+	done
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The io_uring floor says what each transport served: proof that the ring did.
+stop_server "$URING_PID"
+URING_SERVED=$(grep -o 'served .*' "$WORK/uring.log" || echo "served: (no report)")
+
+declare -A MED
+for a in "${arms[@]}"; do MED[$a]=$(samples_median "${SAMPLES[$a]}"); done
+declare -A LABEL
+LABEL[proc]="\`/proc/PID/stat\` (procfs)"
+LABEL[libfuse]="floor, libfuse $(pkg-config --modversion fuse3) over \`/dev/fuse\`, multithreaded (\`floor_libfuse\`)"
+LABEL[uring]="floor, raw FUSE-over-io_uring, a queue per vCPU, threads pinned (\`floor_uring\`)"
+LABEL[procfast]="procfast \`PID/stat\` (Release, transport: $PF_TRANSPORT)"
+table="| path, median µs | open+read-to-EOF+close | pread of the first 4 KiB |
+|---|---|---|"
+for t in "${TARGETS[@]}"; do
+	table+="
+| ${LABEL[$t]} | $(ns_us "${MED[orc|$t]}") | $(ns_us "${MED[pread|$t]}") |"
+done
+ratio_row() { # LABEL A B TARGET
+	printf '\n| %s | **%s** | **%s** | %s |' "$1" "$(ratio_of "${MED[orc|$2]}" "${MED[orc|$3]}")" \
+		"$(ratio_of "${MED[pread|$2]}" "${MED[pread|$3]}")" "$4"
+}
+ratios="| ratio | open+read+close | pread | issue 11's target |
+|---|---|---|---|"
+ratios+=$(ratio_row "procfast ÷ libfuse floor" procfast libfuse "≤ 1.2 while procfast is on \`/dev/fuse\`")
+ratios+=$(ratio_row "procfast ÷ io_uring floor" procfast uring "≤ 1.2 once procfast is on io_uring")
+ratios+=$(ratio_row "io_uring floor ÷ libfuse floor" uring libfuse "what the transport alone gives; procfast over io_uring: open+read+close ≤ 0.75× the libfuse floor")
+
+section="<!-- floor:begin -->
+## The floor, measured in every run (issue 11)
+
+\`$INVOCATION\` — $(date -u +%Y-%m-%d), kernel $(uname -r), $(nproc) CPUs, load $LOAD_BEFORE → $LOAD_AFTER;
+procfast: a Release build of this tree ($(git -C "$ROOT" rev-parse --short HEAD)); liburing $(dpkg-query -W -f '${Version}' liburing2 2>/dev/null || echo '?').
+Both floors (\`bench/floor/\`) answer one file, \`/stat\`: $FLOOR_BYTES bytes of fixed text from memory,
+direct I/O, names and attributes cached for a day. The io_uring floor $URING_SERVED.
+Medians over $ROUNDS rounds of each round's median of $COUNT reads (\`bench/readlat.c\`);
+arms rotate within a round.
+
+$table
+
+$ratios
+<!-- floor:end -->"
+write_section floor "$section"
