@@ -25,6 +25,9 @@ static uint64_t daemon_inh;
 
 /* Threads switched by caller_enter: lets caller_leave skip the restore. */
 static __thread int switched;
+/* Whether this thread's supplementary groups may be other than none: -1
+ * until it first sets them (a thread inherits its creator's). */
+static __thread int groups_held = -1;
 
 static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
 {
@@ -167,6 +170,30 @@ static int same_as_daemon(const struct caller *c)
 	return c->uid == 0 && c->gid == 0 && (c->cap_eff & daemon_eff) == daemon_eff;
 }
 
+/* Groups that add nothing to the fsgid (none, or only the primary group,
+ * which initgroups lists): access checks look at the fsgid first
+ * (in_group_p), so no group list gives the same answers, and the two
+ * setgroups of a switch are saved. */
+static int groups_add_nothing(const struct caller *c)
+{
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] != c->gid)
+			return 0;
+	return 1;
+}
+
+static int groups_set(const struct caller *c)
+{
+	int want = !groups_add_nothing(c);
+
+	if (!want && !groups_held)
+		return 0;
+	if (syscall(SYS_setgroups, want ? (size_t)c->ngroups : 0, c->groups))
+		return -1;
+	groups_held = want;
+	return 0;
+}
+
 int caller_enter(const struct caller *c)
 {
 	if (same_as_daemon(c))
@@ -174,7 +201,7 @@ int caller_enter(const struct caller *c)
 	/* Order: groups and gid while still privileged, then uid, then caps.
 	 * setfsuid() clears the fs capabilities by itself; capset pins the
 	 * effective set to exactly what the caller has. */
-	if (syscall(SYS_setgroups, (size_t)c->ngroups, c->groups))
+	if (groups_set(c))
 		goto fail;
 	setfsgid(c->gid);
 	setfsuid(c->uid);
@@ -197,7 +224,8 @@ void caller_leave(void)
 		log_err("cannot restore capabilities: %s", strerror(errno));
 	setfsuid(0);
 	setfsgid(0);
-	syscall(SYS_setgroups, (size_t)0, NULL);
+	if (groups_held && !syscall(SYS_setgroups, (size_t)0, NULL))
+		groups_held = 0;
 }
 
 int caller_begin(fuse_req_t req, unsigned ns_kinds, struct caller *c)
