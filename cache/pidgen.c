@@ -175,6 +175,16 @@ int pidgen_is_leader(pid_t pid)
 	return procfile_tgid(source_fd, pid) == pid;
 }
 
+pid_t pidgen_group(pid_t pid)
+{
+	pid_t tgid;
+
+	if (pidgen_is_leader(pid))
+		return pid;
+	tgid = procfile_tgid(source_fd, pid);
+	return tgid > 0 ? tgid : pid;
+}
+
 int pidgen_get(pid_t pid, uint64_t *gen)
 {
 	const struct task_state *ts = probe(pid);

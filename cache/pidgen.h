@@ -33,6 +33,10 @@ int pidgen_exited(pid_t pid);
  * thread id or a free pid. */
 int pidgen_is_leader(pid_t pid);
 
+/* The thread group pid belongs to: pid itself for a leader (or when that
+ * cannot be told), else its leader's. */
+pid_t pidgen_group(pid_t pid);
+
 /* 1 once the task has begun to exit (PF_EXITING) or is gone, where
  * pidgen_exited() may still say 0. */
 int pidgen_exiting(pid_t pid);

@@ -223,12 +223,14 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 enum notice_kind {
 	NOTICE_CREDS,  /* a uid or gid changed, or an exec (dumpable) */
 	NOTICE_EXITED, /* a leader exited */
+	NOTICE_THREAD, /* a thread (pid, of the group of leader group) exited or changed ids */
 	NOTICE_LOST,   /* events were lost: whatever they said went unseen */
 };
 
 struct notice {
 	enum notice_kind kind;
 	pid_t pid;
+	pid_t group; /* NOTICE_THREAD */
 };
 
 static struct notice *notices;
@@ -238,11 +240,13 @@ static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
 static int notices_closed;
 static pthread_t notifier;
 
-static void queue_notice(enum notice_kind kind, pid_t pid)
+static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
 {
 	/* A fork storm's short-lived processes are never looked up: waking the
-	 * notifier for each would cost more than their whole index upkeep. */
-	if (kind != NOTICE_LOST && hooks.named && !hooks.named(pid))
+	 * notifier for each would cost more than their whole index upkeep. A
+	 * thread's entries are its own at the root, or its group's task/TID. */
+	if (kind != NOTICE_LOST && hooks.named && !hooks.named(pid) &&
+	    !(kind == NOTICE_THREAD && hooks.named(group)))
 		return;
 	pthread_mutex_lock(&notice_lock);
 	if (nnotices == notices_cap) {
@@ -256,7 +260,7 @@ static void queue_notice(enum notice_kind kind, pid_t pid)
 		notices = more;
 		notices_cap = cap;
 	}
-	notices[nnotices++] = (struct notice){ kind, pid };
+	notices[nnotices++] = (struct notice){ kind, pid, group };
 	pthread_cond_signal(&notice_cond);
 	pthread_mutex_unlock(&notice_lock);
 }
@@ -265,6 +269,8 @@ static void apply_notice(const struct notice *n)
 {
 	if (n->kind == NOTICE_EXITED && hooks.leader_exited)
 		hooks.leader_exited(n->pid);
+	else if (n->kind == NOTICE_THREAD && hooks.thread_changed)
+		hooks.thread_changed(n->pid, n->group);
 	else if (n->kind == NOTICE_CREDS && hooks.creds_changed)
 		hooks.creds_changed(n->pid);
 	else if (n->kind == NOTICE_LOST && hooks.events_lost)
@@ -317,7 +323,7 @@ static void leader_execed(pid_t tgid)
 
 	if (v) {
 		tgid_index_mark(v);
-		queue_notice(NOTICE_CREDS, v);
+		queue_notice(NOTICE_CREDS, v, 0);
 	} else {
 		leader_born(tgid);
 	}
@@ -330,7 +336,7 @@ static void leader_exited(pid_t tgid)
 	pid_view_leader_gone(tgid);
 	if (v) {
 		tgid_index_exited(v);
-		queue_notice(NOTICE_EXITED, v);
+		queue_notice(NOTICE_EXITED, v, 0);
 	}
 }
 
@@ -350,11 +356,16 @@ static void on_event(const struct proc_msg *m)
 	case PROC_EVENT_EXIT:
 		if (m->pid == m->tgid)
 			leader_exited(m->tgid);
+		else if (!pid_view_active())
+			queue_notice(NOTICE_THREAD, m->pid, m->tgid);
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
 		if ((v = pid_view_leader_known(m->tgid)))
-			queue_notice(NOTICE_CREDS, v);
+			queue_notice(NOTICE_CREDS, v, 0);
+		/* a thread's own ids (setuid by raw syscall): its own directories */
+		if (m->pid != m->tgid && !pid_view_active())
+			queue_notice(NOTICE_THREAD, m->pid, m->tgid);
 		break;
 	default:
 		break;
@@ -399,7 +410,7 @@ static int drain(void)
 		if (n < 0 && errno == EAGAIN && rescan_pending) {
 			rescan_pending = 0;
 			rescan();
-			queue_notice(NOTICE_LOST, 0);
+			queue_notice(NOTICE_LOST, 0, 0);
 			return 0;
 		}
 		if (n < 0)

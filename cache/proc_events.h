@@ -20,6 +20,9 @@ struct proc_event_hooks {
 	 * two below are called (from a thread of their own) only then. */
 	int (*named)(pid_t pid);
 	void (*leader_exited)(pid_t tgid);
+	/* A thread that is not its group's leader ended or changed its own ids
+	 * (never in a pid view, whose thread ids the events cannot give). */
+	void (*thread_changed)(pid_t tid, pid_t tgid);
 	void (*creds_changed)(pid_t pid);
 	/* After the rescan that a loss of events (ENOBUFS) caused: a uid or
 	 * gid change among them went unseen. */

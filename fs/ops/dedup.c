@@ -60,12 +60,11 @@ static pid_t group_of_thread(const struct node *dir)
 {
 	pid_t tgid;
 
-	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid ||
-	    pidgen_is_leader(dir->owner.pid))
+	if (dir->kind != NODE_MIRROR || strchr(dir->path, '/') || !dir->owner.pid)
 		return 0;
 	/* pidgen_is_leader may say no for a leader too (ENOSYS under seccomp or
 	 * valgrind): a leader's task/ linking to itself would loop. */
-	tgid = procfile_tgid(pf.srcfd, dir->owner.pid);
+	tgid = pidgen_group(dir->owner.pid);
 	return tgid == dir->owner.pid ? 0 : tgid;
 }
 
@@ -91,8 +90,11 @@ int dedup_child(const struct node *dir, const struct name_class *cls, pid_t *tgi
 		return 0;
 	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET)) && node_is_thread_dir(dir, &p, &t))
 		return cls->flags & NC_THREAD_FILES ? shares_files(p, t) : same_netns(p, t);
-	if ((cls->flags & NC_THREADS_LINK) && (*tgid = group_of_thread(dir)))
+	/* (a leader's task/ keeps its owner: the entries below are its own) */
+	if ((cls->flags & NC_THREADS_LINK) && (t = group_of_thread(dir))) {
+		*tgid = t;
 		return 1;
+	}
 	return 0;
 }
 

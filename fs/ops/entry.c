@@ -150,9 +150,23 @@ static enum name_life life_in(const struct node *parent, const struct name_class
  * soon (dedup): their attributes keep attr_timeout. */
 #define NC_DEDUP_LINKS (NC_THREADS_LINK | NC_THREAD_FILES | NC_THREAD_NET)
 
+/* A pid at the root that is a thread's: its group is another's. */
+static int is_root_thread(const struct node *n)
+{
+	return n->cls->life == LIFE_PROCESS && n->owner.tgid != n->owner.pid;
+}
+
+/* A thread's own directory keeps its attributes while the thread has not
+ * begun to exit: its exit event, sent after that, drops them (invalidate.c).
+ * In a pid view the events' thread ids cannot be told in the view's terms. */
+static int thread_attrs_cacheable(const struct node *n)
+{
+	return !pid_view_active() && !pidgen_exiting(n->owner.pid);
+}
+
 static double attr_timeout_for(const struct node *n)
 {
-	enum name_life life = n->cls->life;
+	enum name_life life = is_root_thread(n) ? LIFE_THREAD : n->cls->life;
 
 	if (life == LIFE_NONE || life == LIFE_NAME ||
 	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
@@ -161,8 +175,11 @@ static double attr_timeout_for(const struct node *n)
 	 * directories, change owner with its uid or gid, which an event says
 	 * (invalidate.c drops its name, and every name and attribute below). */
 	if (life == LIFE_PROCESS ||
-	    (life == LIFE_TASK && n->type != S_IFDIR && !(n->cls->flags & NC_DEDUP_LINKS)))
+	    (life == LIFE_TASK && (n->type != S_IFDIR || (n->cls->flags & NC_STABLE_ATTRS)) &&
+	     !(n->cls->flags & NC_DEDUP_LINKS)))
 		return PROCESS_LIFETIME_S;
+	if (life == LIFE_THREAD)
+		return thread_attrs_cacheable(n) ? PROCESS_LIFETIME_S : 0;
 	/* a namespace named in a live process: as long as its name (entry_timeout_for) */
 	if (life == LIFE_OBJECT && (n->cls->flags & NC_STABLE_ATTRS) && n->owner.tgid &&
 	    process_cacheable(n->owner.tgid))
@@ -180,7 +197,7 @@ static double attr_timeout_for(const struct node *n)
  * operation checks the process generation. */
 static double entry_timeout_for(const struct node *parent, enum name_life life)
 {
-	if (life == LIFE_NONE)
+	if (life == LIFE_NONE || life == LIFE_THREAD)
 		return 0;
 	/* life_in gave these only inside a live leader whose exit an event will say */
 	if (life == LIFE_PROCESS || life == LIFE_TASK)
@@ -190,6 +207,15 @@ static double entry_timeout_for(const struct node *parent, enum name_life life)
 	if (life == LIFE_OBJECT && parent->owner.tgid && process_cacheable(parent->owner.tgid))
 		return PROCESS_LIFETIME_S;
 	return pf.entry_timeout;
+}
+
+/* The group that a pid at the root belongs to, as its entries' owner: a
+ * thread's entries below /proc/TID then live as long as its group's, like
+ * those below its group's task/TID (the walk asks for TID each time, and a
+ * gone thread's name fails). In a pid view, its own. */
+static pid_t root_task_group(pid_t pid)
+{
+	return pid_view_active() || tgid_index_live_leader(pid) ? pid : pidgen_group(pid);
 }
 
 static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
@@ -210,7 +236,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 			owner.pid = name_pid(name);
 			owner.daemon_pid = pid_view_to_daemon(owner.pid);
 			if (p->kind == NODE_ROOT)
-				owner.tgid = owner.pid;
+				owner.tgid = root_task_group(owner.pid);
 			if ((r = pidgen_get(owner.pid, &owner.gen)))
 				return r;
 		}
@@ -238,12 +264,12 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
-	e->attr_timeout = life == LIFE_NONE || life == LIFE_NAME ? 0 : attr_timeout_for(n);
+	e->attr_timeout = attr_timeout_for(n);
 	e->entry_timeout = entry_timeout_for(p, life);
 	/* Whether a thread shares its leader's files is asked again soon: a
-	 * thread that unshares gets its own directory within a second. */
-	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET | NC_THREADS_LINK)) &&
-	    e->entry_timeout > DEDUP_RECHECK_S)
+	 * thread that unshares gets its own directory within a second. (A
+	 * thread id's task/ is a link, and a leader's a directory, for good.) */
+	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET)) && e->entry_timeout > DEDUP_RECHECK_S)
 		e->entry_timeout = DEDUP_RECHECK_S;
 	return 0;
 }

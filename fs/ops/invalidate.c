@@ -103,6 +103,29 @@ static void on_creds_changed(pid_t pid)
 	node_forget(n, 1);
 }
 
+/* A thread's directories keep their attributes while it lives (entry.c):
+ * its own at the root and its group's task/TID drop them at its exit or a
+ * change of its own ids (their names are asked at every walk anyway). */
+static void on_thread_changed(pid_t tid, pid_t tgid)
+{
+	char name[16];
+	struct node *leader = known_pid_node(tgid, name, sizeof(name));
+	struct node *tasks = leader ? node_find_get(leader, "task", NULL) : NULL;
+	struct node *t;
+
+	on_creds_changed(tid);
+	if (tasks) {
+		snprintf(name, sizeof(name), "%d", tid);
+		if ((t = node_find_get(tasks, name, NULL))) {
+			fuse_lowlevel_notify_inval_inode(session, node_ino(t), -1, 0);
+			node_forget(t, 1);
+		}
+		node_forget(tasks, 1);
+	}
+	if (leader)
+		node_forget(leader, 1);
+}
+
 /* Among lost events a uid or gid change may have gone unseen: every process
  * the kernel holds anything of is asked about again, as after a change of
  * its credentials. (Lost exits are the rescan's: the index drops them.) */
@@ -122,6 +145,7 @@ void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
 	session = se;
 	hooks->named = pid_named;
 	hooks->leader_exited = on_leader_exited;
+	hooks->thread_changed = on_thread_changed;
 	hooks->creds_changed = on_creds_changed;
 	hooks->events_lost = on_events_lost;
 }

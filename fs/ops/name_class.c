@@ -121,13 +121,13 @@ static const struct name_class task_plain = { &plain_table, LIFE_TASK, 0, 0, 0 }
 static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NULL, &task_plain);
 
 static const struct name_entry process_entries[] = {
-	{ "attr", { &plain_table, LIFE_TASK, 0, 0, 0 } },
+	{ "attr", { &plain_table, LIFE_TASK, 0, NC_STABLE_ATTRS, 0 } },
 	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_LIST_PLUS, 0 } },
 	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
 	{ "net", { &pid_net_table, LIFE_TASK, 0, 0, 0 } },
-	{ "ns", { &links_table, LIFE_TASK, 0, 0, 0 } },
+	{ "ns", { &links_table, LIFE_TASK, 0, NC_STABLE_ATTRS, 0 } },
 	{ "task", { &tasks_table, LIFE_TASK, 0, NC_THREADS_LINK, 0 } },
 };
 static const struct name_table process_table = TABLE(process_entries, &task_common, NULL,
@@ -136,11 +136,11 @@ static const struct name_table process_table = TABLE(process_entries, &task_comm
 /* In a thread, fd/, fdinfo/ and net/ may be the leader's; ns/ and attr/
  * are listed from templates. */
 static const struct name_entry thread_entries[] = {
-	{ "attr", { &thread_fixed_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },
+	{ "attr", { &thread_fixed_table, LIFE_TASK, 0, NC_TEMPLATE | NC_STABLE_ATTRS, 0 } },
 	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES | NC_LIST_PLUS, 0 } },
 	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, 0 } },
 	{ "net", { &pid_net_table, LIFE_TASK, 0, NC_THREAD_NET, 0 } },
-	{ "ns", { &links_table, LIFE_TASK, 0, NC_TEMPLATE, 0 } },
+	{ "ns", { &links_table, LIFE_TASK, 0, NC_TEMPLATE | NC_STABLE_ATTRS, 0 } },
 };
 static const struct name_table thread_table = TABLE(thread_entries, &task_common, NULL,
 						    &target_many, &task_plain);
@@ -151,7 +151,7 @@ static const struct name_table thread_fixed_table = { NULL, 0, NULL, NULL,
 						      &target_many, &thread_fixed, NULL };
 
 /* Thread ids come and go while the process lives. */
-static const struct name_class thread = { &thread_table, LIFE_NONE, 0, NC_TASK | NC_TEMPLATE, 0 };
+static const struct name_class thread = { &thread_table, LIFE_THREAD, 0, NC_TASK | NC_TEMPLATE, 0 };
 static const struct name_table tasks_table = { NULL, 0, NULL, &thread, &target_many, &plain, NULL };
 
 /* fd/N: a link whose text is read afresh; the number stays while open.

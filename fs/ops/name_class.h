@@ -33,6 +33,11 @@ enum name_life {
 	LIFE_TASK,         /* a fixed name in a task's directory: the name, present or
 			    * absent, while the task lives, and a non-directory's
 			    * attributes (its owner follows uid/gid events) */
+	LIFE_THREAD,       /* a thread id (in task/, or a non-leader's at the root): the
+			    * name asked at every walk, as no event drops it when the
+			    * thread ends before its group, but the attributes kept
+			    * while the thread lives (its exit and uid/gid events drop
+			    * them) */
 	LIFE_NAME,         /* the name while present; attributes asked every time */
 	LIFE_OBJECT,       /* a link target naming one object ("socket:[N]") */
 	LIFE_NONE,         /* nothing: asked every time */
@@ -54,7 +59,8 @@ enum name_life {
 #define NC_RES_SHIFT 10
 #define NC_RES(file) ((file) << NC_RES_SHIFT)
 #define NC_RES_FILE(flags) (((flags) >> NC_RES_SHIFT) & 7)
-#define NC_STABLE_ATTRS 0x2000 /* a link target whose attributes never change */
+#define NC_STABLE_ATTRS 0x2000 /* attributes that never change while named: a link target's,
+				* or a task's directory that counts nothing (ns/, attr/) */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/ops/self_state.c). */

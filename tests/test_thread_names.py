@@ -1,0 +1,143 @@
+"""A thread's directories, at the root (/proc/TID, which pstree stats for every thread)
+and in its group's task/: their names are asked at every walk (no event drops a name
+when a thread ends before its group), but what lies below them and their own
+attributes are kept while the thread lives. The thread's exit, and a change of its own
+ids, drop the attributes (fs/ops/invalidate.c); held directories then show procfs's."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+# A process whose second thread changes its own ids (a raw setresuid: only that
+# thread's) or ends, on a line of stdin; it answers each with a line.
+KEEPER = r"""
+import ctypes, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_setresuid = 117
+orders, done = [], threading.Condition()
+def worker():
+    print(threading.get_native_id(), flush=True)
+    while True:
+        with done:
+            while not orders:
+                done.wait()
+            order = orders.pop(0)
+        if order == "exit":
+            return
+        uid = int(order.split()[1])
+        print(libc.syscall(SYS_setresuid, uid, uid, uid), flush=True)
+t = threading.Thread(target=worker)
+t.start()
+for line in sys.stdin:
+    with done:
+        orders.append(line.strip())
+        done.notify()
+    if line.strip() == "exit":
+        t.join()
+        print("gone", flush=True)
+"""
+
+NOBODY = 65534
+ATTR_S = 2  # attributes kept this long by the mount's option, where an event says nothing
+
+
+@pytest.fixture
+def keeper():
+    p = subprocess.Popen([sys.executable, "-c", KEEPER], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    tid = int(p.stdout.readline())
+    yield p, tid
+    p.kill()
+    p.wait()
+
+
+def order(p, line):
+    p.stdin.write(line + "\n")
+    p.stdin.flush()
+    return p.stdout.readline().strip()
+
+
+@pytest.fixture
+def dumpable():
+    """Every process dumpable, so that a thread's directory shows its own ids after a
+    setresuid (procfs shows root for a process that is not)."""
+    path = "/proc/sys/fs/suid_dumpable"
+    with open(path) as f:
+        old = f.read().strip()
+    with open(path, "w") as f:
+        f.write("1")
+    yield
+    with open(path, "w") as f:
+        f.write(old)
+
+
+def requests(mount, path):
+    """The LOOKUPs and GETATTRs that a stat() following path makes once every
+    attribute kept for ATTR_S has expired."""
+    time.sleep(ATTR_S + 0.1)
+    before = mount.output()
+    os.stat(path)
+    time.sleep(0.05)
+    after = mount.output()[len(before):]
+    return after.count("opcode: LOOKUP "), after.count("opcode: GETATTR ")
+
+
+def test_thread_walk_asks_only_the_thread(mount_with, keeper):
+    """A walk through a thread's directory asks for the thread's name and nothing of what
+    lies below it, exactly as a walk through its leader's directory plus that one name."""
+    p, tid = keeper
+    m = mount_with("debug", "attr_timeout=%d" % ATTR_S)
+    assert str(p.pid) in os.listdir(m.p())  # the group indexed: its names cacheable
+    paths = {"leader": m.p(p.pid, "ns", "net"), "root": m.p(tid, "ns", "net"),
+             "task": m.p(p.pid, "task", tid, "ns", "net")}
+    for path in paths.values():
+        assert os.stat(path).st_ino == os.stat("/proc/%d/ns/net" % p.pid).st_ino
+    asked = {k: requests(m, path) for k, path in paths.items()}
+    lookups, getattrs = asked["leader"]
+    assert lookups == 0, asked
+    assert asked["root"] == (1, getattrs), asked
+    # task/ counts its threads in st_nlink: its attributes are asked again
+    assert asked["task"] == (1, getattrs + 1), asked
+
+
+def held_owners(fds):
+    return [(os.fstat(a).st_uid, os.fstat(b).st_uid) for a, b in fds]
+
+
+def settled(fds, want_uid):
+    """The held directories' owners through the mount once they equal procfs's; the
+    events that drop the cached ones come a moment after the change."""
+    deadline = time.time() + 10
+    while True:
+        owners = held_owners(fds)
+        if all(a == b == want_uid for a, b in owners) or time.time() > deadline:
+            return owners
+        time.sleep(0.05)
+
+
+def test_thread_attributes_follow_its_ids_and_exit(mount_with, keeper, dumpable):
+    p, tid = keeper
+    m = mount_with("attr_timeout=3600")  # nothing expires: only events refresh them
+    assert str(p.pid) in os.listdir(m.p())
+    rels = ["%d" % tid, "%d/task/%d" % (p.pid, tid)]
+    fds = [(os.open(m.p(r), os.O_PATH | os.O_DIRECTORY),
+            os.open("/proc/" + r, os.O_PATH | os.O_DIRECTORY)) for r in rels]
+    try:
+        assert held_owners(fds) == [(0, 0)] * len(rels)
+        assert order(p, "uid %d" % NOBODY) == "0"
+        assert settled(fds, NOBODY) == [(NOBODY, NOBODY)] * len(rels)
+        # the leader keeps its own ids, through the mount as in procfs
+        assert os.stat(m.p(p.pid)).st_uid == os.stat("/proc/%d" % p.pid).st_uid == 0
+        assert order(p, "exit") == "gone"
+        # procfs says root of a gone task's directory
+        assert settled(fds, 0) == [(0, 0)] * len(rels)
+        for r in rels:
+            for base in (m.p(), "/proc/"):
+                with pytest.raises(FileNotFoundError):
+                    os.stat(os.path.join(base, r))
+    finally:
+        for a, b in fds:
+            os.close(a)
+            os.close(b)
