@@ -133,7 +133,11 @@ change without an event) and a \`readlinkat\` of its \`/proc/TID/ns/user\` (capa
 only in the daemon's user namespace, and \`unshare(CLONE_NEWUSER)\` gives a full set with
 no event; the link's text names the namespace, 0.8 µs here against 2.4 for a stat that
 follows the link). A caller without them costs \`capget\` and the switch to its credentials and
-back (\`setgroups\`, \`setfsgid\`, \`setfsuid\`, \`capset\`, twice each).
+back (\`setfsgid\`, \`setfsuid\`, \`capset\`, twice each; \`setgroups\` twice more only for
+a caller whose supplementary groups add something to its fsgid: these readers have none).
+An OPEN also asks the process's generation (\`pidfd_open\`, \`fstat\`, \`poll\`, \`close\`:
+one pidfd tells the task's identity and whether it exited) and the caller's time namespace
+(a \`readlinkat\`: \`PID/stat\`'s start time is the reader's).
 <!-- syscalls:end -->"
 write_section syscalls "$section"
 echo "$section"

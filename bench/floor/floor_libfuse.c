@@ -19,13 +19,7 @@
 #define STAT_INO 2
 #define STAT_NAME "stat"
 
-/* ~300 bytes, the shape of a sleeper's /proc/PID/stat. */
-static const char text[] =
-	"4242 (sleep) S 4241 4242 4241 34816 4242 4194304 95 0 0 0 0 0 0 0 20 0 1 0 "
-	"2871634 5623808 256 18446744073709551615 94571243126784 94571243143121 "
-	"140731972706128 0 0 0 0 0 0 1 0 0 17 1 0 0 0 0 0 94571243160432 "
-	"94571243161736 94571270561792 140731972711238 140731972711256 "
-	"140731972711256 140731972714475 0\n";
+#include "floor_text.h"
 
 /* The kernel may keep names and attributes for a day: the floor is the request
  * that must reach the server (OPEN, READ, RELEASE), not the ones a cache avoids. */
