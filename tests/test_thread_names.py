@@ -1,8 +1,9 @@
-"""A thread's directories, at the root (/proc/TID, which pstree stats for every thread)
-and in its group's task/: their names are asked at every walk (no event drops a name
-when a thread ends before its group), but what lies below them and their own
-attributes are kept while the thread lives. The thread's exit, and a change of its own
-ids, drop the attributes (fs/ops/invalidate.c); held directories then show procfs's."""
+"""A thread's directories, in its group's task/ (lsof walks every thread's fd/N and
+fdinfo/N) and at the root (/proc/TID, which pstree stats for every thread): what lies
+below them and their own attributes are kept while the thread lives, and so is its
+name in task/; the name at the root is asked at every walk. The thread's exit, and a
+change of its own ids, drop them (fs/ops/invalidate.c); an exec by another thread
+ends the id with no event of its own, but the leader's exit in it drops the group's."""
 import os
 import subprocess
 import sys
@@ -11,9 +12,10 @@ import time
 import pytest
 
 # A process whose second thread changes its own ids (a raw setresuid: only that
-# thread's) or ends, on a line of stdin; it answers each with a line.
+# thread's), ends, or executes sleep (the exec ends its id), on a line of stdin; it
+# answers each with a line.
 KEEPER = r"""
-import ctypes, sys, threading
+import ctypes, os, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 SYS_setresuid = 117
 orders, done = [], threading.Condition()
@@ -26,6 +28,8 @@ def worker():
             order = orders.pop(0)
         if order == "exit":
             return
+        if order == "exec":
+            os.execv("/bin/sleep", ["sleep", "60"])
         uid = int(order.split()[1])
         print(libc.syscall(SYS_setresuid, uid, uid, uid), flush=True)
 t = threading.Thread(target=worker)
@@ -84,9 +88,10 @@ def requests(mount, path):
     return after.count("opcode: LOOKUP "), after.count("opcode: GETATTR ")
 
 
-def test_thread_walk_asks_only_the_thread(mount_with, keeper):
-    """A walk through a thread's directory asks for the thread's name and nothing of what
-    lies below it, exactly as a walk through its leader's directory plus that one name."""
+def test_thread_walk_asks_nothing_below(mount_with, keeper):
+    """A walk through a thread's directory in task/ asks what one through its leader's
+    does, and task/'s attributes (it counts threads); through /proc/TID, the thread's
+    name on top."""
     p, tid = keeper
     m = mount_with("debug", "attr_timeout=%d" % ATTR_S)
     assert str(p.pid) in os.listdir(m.p())  # the group indexed: its names cacheable
@@ -98,8 +103,7 @@ def test_thread_walk_asks_only_the_thread(mount_with, keeper):
     lookups, getattrs = asked["leader"]
     assert lookups == 0, asked
     assert asked["root"] == (1, getattrs), asked
-    # task/ counts its threads in st_nlink: its attributes are asked again
-    assert asked["task"] == (1, getattrs + 1), asked
+    assert asked["task"] == (0, getattrs + 1), asked
 
 
 def held_owners(fds):
@@ -141,3 +145,28 @@ def test_thread_attributes_follow_its_ids_and_exit(mount_with, keeper, dumpable)
         for a, b in fds:
             os.close(a)
             os.close(b)
+
+
+def test_exec_by_a_thread_drops_its_name(mount_with, keeper):
+    """An exec by a thread other than the leader ends that thread's id (the exec takes
+    the leader's) with no exit event of its own; the leader's, which the exec kills,
+    drops the group's names, the cached task/TID with them; /proc/TID is asked anyway."""
+    p, tid = keeper
+    m = mount_with("attr_timeout=3600")
+    assert str(p.pid) in os.listdir(m.p())
+    assert os.stat(m.p(p.pid, "task", tid)).st_ino
+    assert os.stat(m.p(tid, "ns", "net")).st_ino
+    p.stdin.write("exec\n")
+    p.stdin.flush()
+    deadline = time.time() + 10
+    while open("/proc/%d/comm" % p.pid).read().strip() != "sleep":
+        assert time.time() < deadline, "no exec"
+        time.sleep(0.01)
+    assert not os.path.exists("/proc/%d/task/%d" % (p.pid, tid))
+    while os.path.exists(m.p(p.pid, "task", tid)):
+        assert time.time() < deadline, "task/TID still cached after the exec"
+        time.sleep(0.05)
+    for rel in ("%d" % tid, "%d/ns/net" % tid):
+        with pytest.raises(FileNotFoundError):
+            os.stat(m.p(rel))
+    assert os.listdir(m.p(p.pid, "task")) == [str(p.pid)]
