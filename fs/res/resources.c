@@ -17,6 +17,7 @@
 #include "cache/pid_view.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
+#include "fs/ops/reader_ns.h"
 #include "fs/res/render.h"
 
 #ifndef NS_GET_PID_FROM_PIDNS
@@ -25,7 +26,6 @@
 
 static enum res_mode mode = RES_OFF;
 static int proc_fd = -1;
-static char own_pidns[64]; /* "pid:[INODE]", the daemon's */
 
 /* What makes each file; the table name_class.c's marks index. */
 static const res_renderer renderers[RES_FILES] = {
@@ -36,15 +36,10 @@ static const res_renderer renderers[RES_FILES] = {
 
 int resources_init(enum res_mode m, const char *cgroup_root, int selfproc)
 {
-	ssize_t n;
-
 	mode = m;
 	proc_fd = selfproc;
 	if (m == RES_OFF)
 		return 0;
-	if ((n = readlinkat(selfproc, "self/ns/pid", own_pidns, sizeof(own_pidns) - 1)) < 0)
-		return -errno;
-	own_pidns[n] = '\0';
 	cgroup_fs_init(cgroup_root, selfproc);
 	if (!cgroup_fs_available())
 		log_warn("resources: no cgroup hierarchy found: every file is the host's");
@@ -60,19 +55,15 @@ int resources_on(void)
  * shares the daemon's namespace (or cannot be told). */
 static pid_t namespace_init(pid_t tid)
 {
-	char path[40], name[64];
+	char path[40];
 	__do_close int fd = -1;
-	ssize_t n;
 	int init;
 
-	snprintf(path, sizeof(path), "%d/ns/pid", tid);
-	/* The link's text names the namespace without making an nsfs inode,
-	 * which a stat or an open of it does (a tenth of a text's cost): one
-	 * readlink for the usual caller, of the daemon's own namespace. */
-	if ((n = readlinkat(proc_fd, path, name, sizeof(name) - 1)) < 0)
+	/* the usual caller: one readlink of its link (reader_ns.c) */
+	if (reader_ns_is_daemons(RNS_PID, reader_ns_of(tid, RNS_PID)))
 		return 0;
-	name[n] = '\0';
-	if (!strcmp(name, own_pidns) || (fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0)
+	snprintf(path, sizeof(path), "%d/ns/pid", tid);
+	if ((fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	init = ioctl(fd, NS_GET_PID_FROM_PIDNS, 1);
 	return init > 0 ? init : 0;
