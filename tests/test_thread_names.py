@@ -1,9 +1,8 @@
-"""A thread's directories, in its group's task/ (lsof walks every thread's fd/N and
-fdinfo/N) and at the root (/proc/TID, which pstree stats for every thread): what lies
-below them and their own attributes are kept while the thread lives, and so is its
-name in task/; the name at the root is asked at every walk. The thread's exit, and a
-change of its own ids, drop them (fs/ops/invalidate.c); an exec by another thread
-ends the id with no event of its own, but the leader's exit in it drops the group's."""
+"""A thread's directories, in its group's task/ and at the root (/proc/TID, which
+pstree stats for every thread): what lies below them and their own attributes are kept
+while the thread lives, but their names are asked at every walk (a thread is reaped as
+it exits, before its exit event can drop anything). The thread's exit, and a change of
+its own ids, drop the attributes (fs/ops/invalidate.c)."""
 import os
 import subprocess
 import sys
@@ -89,9 +88,9 @@ def requests(mount, path):
 
 
 def test_thread_walk_asks_nothing_below(mount_with, keeper):
-    """A walk through a thread's directory in task/ asks what one through its leader's
-    does, and task/'s attributes (it counts threads); through /proc/TID, the thread's
-    name on top."""
+    """A walk through a thread's directory asks for the thread's name and nothing of what
+    lies below it: what a walk through its leader's directory asks, plus that name (and
+    task/'s attributes, which count threads)."""
     p, tid = keeper
     m = mount_with("debug", "attr_timeout=%d" % ATTR_S)
     assert str(p.pid) in os.listdir(m.p())  # the group indexed: its names cacheable
@@ -103,7 +102,7 @@ def test_thread_walk_asks_nothing_below(mount_with, keeper):
     lookups, getattrs = asked["leader"]
     assert lookups == 0, asked
     assert asked["root"] == (1, getattrs), asked
-    assert asked["task"] == (0, getattrs + 1), asked
+    assert asked["task"] == (1, getattrs + 1), asked
 
 
 def held_owners(fds):
@@ -147,10 +146,10 @@ def test_thread_attributes_follow_its_ids_and_exit(mount_with, keeper, dumpable)
             os.close(b)
 
 
-def test_exec_by_a_thread_drops_its_name(mount_with, keeper):
+def test_exec_by_a_thread_ends_its_name(mount_with, keeper):
     """An exec by a thread other than the leader ends that thread's id (the exec takes
-    the leader's) with no exit event of its own; the leader's, which the exec kills,
-    drops the group's names, the cached task/TID with them; /proc/TID is asked anyway."""
+    the leader's) with no exit event of its own: task/TID and /proc/TID are gone at
+    once, as in procfs, and nothing below them answers from the cache."""
     p, tid = keeper
     m = mount_with("attr_timeout=3600")
     assert str(p.pid) in os.listdir(m.p())
@@ -163,10 +162,8 @@ def test_exec_by_a_thread_drops_its_name(mount_with, keeper):
         assert time.time() < deadline, "no exec"
         time.sleep(0.01)
     assert not os.path.exists("/proc/%d/task/%d" % (p.pid, tid))
-    while os.path.exists(m.p(p.pid, "task", tid)):
-        assert time.time() < deadline, "task/TID still cached after the exec"
-        time.sleep(0.05)
-    for rel in ("%d" % tid, "%d/ns/net" % tid):
+    for rel in ("%d/task/%d" % (p.pid, tid), "%d/task/%d/ns/net" % (p.pid, tid),
+                "%d" % tid, "%d/ns/net" % tid):
         with pytest.raises(FileNotFoundError):
             os.stat(m.p(rel))
     assert os.listdir(m.p(p.pid, "task")) == [str(p.pid)]

@@ -156,10 +156,9 @@ static int is_root_thread(const struct node *n)
 	return n->cls->life == LIFE_PROCESS && n->owner.tgid != n->owner.pid;
 }
 
-/* A thread's directory keeps its attributes (and its name in task/) while
- * the thread has not begun to exit: its exit event, sent after that, drops
- * them (invalidate.c). In a pid view the events' thread ids cannot be told
- * in the view's terms. */
+/* A thread's directory keeps its attributes while the thread has not begun
+ * to exit: its exit event, sent after that, drops them (invalidate.c). In a
+ * pid view the events' thread ids cannot be told in the view's terms. */
 static int thread_cacheable(pid_t tid)
 {
 	return !pid_view_active() && !pidgen_exiting(tid);
@@ -196,16 +195,13 @@ static double attr_timeout_for(const struct node *n)
  * and those held open; a thread's directory is asked again at every walk).
  * A cached name of a process that exited still fails at once: every
  * operation checks the process generation. */
-static double entry_timeout_for(const struct node *parent, enum name_life life,
-				const char *name)
+static double entry_timeout_for(const struct node *parent, enum name_life life)
 {
-	if (life == LIFE_NONE)
+	/* A thread is reaped as it exits, before its exit event can be applied:
+	 * its name kept until then would answer stat() for a thread gone from
+	 * procfs. (A leader is a zombie until waited for, which covers that.) */
+	if (life == LIFE_NONE || life == LIFE_THREAD)
 		return 0;
-	/* in a live leader's task/: its exit event drops it (an exec by another
-	 * thread ends this id with none, but kills the leader, whose exit event
-	 * drops the group's names) */
-	if (life == LIFE_THREAD)
-		return thread_cacheable(name_pid(name)) ? PROCESS_LIFETIME_S : 0;
 	/* life_in gave these only inside a live leader whose exit an event will say */
 	if (life == LIFE_PROCESS || life == LIFE_TASK)
 		return PROCESS_LIFETIME_S;
@@ -272,7 +268,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	e->generation = n->serial;
 	e->attr = st;
 	e->attr_timeout = attr_timeout_for(n);
-	e->entry_timeout = entry_timeout_for(p, life, name);
+	e->entry_timeout = entry_timeout_for(p, life);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. (A
 	 * thread id's task/ is a link, and a leader's a directory, for good.) */
@@ -326,7 +322,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = entry_timeout_for(p, life, name);
+		e.entry_timeout = entry_timeout_for(p, life);
 		fuse_reply_entry(req, &e);
 		return;
 	}

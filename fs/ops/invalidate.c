@@ -105,8 +105,7 @@ static void on_creds_changed(pid_t pid)
 
 /* A thread's directories keep their attributes while it lives (entry.c):
  * its own at the root and its group's task/TID drop them at its exit or a
- * change of its own ids, with the name in task/ (the one at the root is
- * asked at every walk). */
+ * change of its own ids (their names are asked at every walk). */
 static void on_thread_changed(pid_t tid, pid_t tgid)
 {
 	char name[16];
@@ -118,7 +117,6 @@ static void on_thread_changed(pid_t tid, pid_t tgid)
 	if (tasks) {
 		snprintf(name, sizeof(name), "%d", tid);
 		if ((t = node_find_get(tasks, name, NULL))) {
-			fuse_lowlevel_notify_inval_entry(session, node_ino(tasks), name, strlen(name));
 			fuse_lowlevel_notify_inval_inode(session, node_ino(t), -1, 0);
 			node_forget(t, 1);
 		}

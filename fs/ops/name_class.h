@@ -33,11 +33,11 @@ enum name_life {
 	LIFE_TASK,         /* a fixed name in a task's directory: the name, present or
 			    * absent, while the task lives, and a non-directory's
 			    * attributes (its owner follows uid/gid events) */
-	LIFE_THREAD,       /* a thread id in task/: the name and the attributes while
-			    * the thread lives (its exit and uid/gid events drop them;
-			    * the same for a non-leader's directory at the root, whose
-			    * name is asked at every walk: nothing drops it when an exec
-			    * by another thread ends its id) */
+	LIFE_THREAD,       /* a thread id in task/ (as a non-leader's directory at the
+			    * root): the name asked at every walk, as a thread is reaped
+			    * before its exit event can be applied, but the attributes
+			    * kept while it lives (its exit and uid/gid events drop
+			    * them) */
 	LIFE_NAME,         /* the name while present; attributes asked every time */
 	LIFE_OBJECT,       /* a link target naming one object ("socket:[N]") */
 	LIFE_NONE,         /* nothing: asked every time */
