@@ -3,13 +3,14 @@
 # costs when the server does nothing but answer, next to what procfast's costs. Two
 # minimal servers answer one ~300-byte direct-I/O file, /stat, from memory:
 #   - bench/floor/floor_libfuse.c: libfuse 3 low-level API, multithreaded loop, over
-#     /dev/fuse (the transport procfast uses unless it links liburing);
+#     /dev/fuse;
 #   - bench/floor/floor_uring.c: the raw protocol over FUSE-over-io_uring, a queue per
 #     vCPU, each served by a thread pinned to it (enable_uring is set Y for the run and
 #     restored at exit).
 # Measured, each with open+read-to-EOF+close and with pread of a kept-open file
 # (bench/readlat.c): /proc/PID/stat of a sleeper, the two floors' /stat, procfast's
-# PID/stat (Release build of this tree). Every figure is the median over ROUNDS rounds
+# PID/stat (Release build of this tree) over each transport (-o uring=off, -o uring=on).
+# Every figure is the median over ROUNDS rounds
 # of each round's median of COUNT reads; arms rotate within a round. Writes the section
 # "floor" of bench/RESULTS.md. Issue 11's targets: procfast ≤ 1.2× the floor on the
 # same transport; over io_uring, procfast's open+read+close ≤ 0.75× the libfuse floor.
@@ -80,7 +81,7 @@ CFLAGS_FLOOR=(-std=gnu11 -O2 -Wall -Wextra -Werror)
 # shellcheck disable=SC2046 # pkg-config's words are flags
 cc "${CFLAGS_FLOOR[@]}" $(pkg-config --cflags fuse3) -o "$WORK/floor_libfuse" \
 	"$ROOT/bench/floor/floor_libfuse.c" $(pkg-config --libs fuse3)
-cc "${CFLAGS_FLOOR[@]}" -o "$WORK/floor_uring" "$ROOT/bench/floor/floor_uring.c" -luring -lpthread
+cc "${CFLAGS_FLOOR[@]}" -I"$ROOT" -o "$WORK/floor_uring" "$ROOT/bench/floor/floor_uring.c" -luring -lpthread
 
 URING_OLD=$(cat "$URING_PARAM")
 echo Y >"$URING_PARAM"
@@ -100,9 +101,11 @@ start_floor() { # NAME: bench/floor/floor_NAME -f on $WORK/NAME, its stderr in $
 start_floor libfuse
 start_floor uring
 URING_PID=${SERVERS[1]}
-mkdir -p "$WORK/procfast"
-"$PROCFAST_BIN" "$WORK/procfast" # mounted when it returns
-MOUNTS+=("$WORK/procfast")
+for t in off on; do
+	mkdir -p "$WORK/procfast-$t"
+	"$PROCFAST_BIN" -o uring=$t "$WORK/procfast-$t" # mounted when it returns
+	MOUNTS+=("$WORK/procfast-$t")
+done
 sleep 600 >/dev/null 2>&1 &
 SLEEPER=$!
 
@@ -112,17 +115,19 @@ floor_text=$(timeout 10 cat "$WORK/libfuse/stat")
 FLOOR_BYTES=$(wc -c <"$WORK/libfuse/stat")
 [[ ${#floor_text} -gt 200 && $(timeout 10 cat "$WORK/uring/stat") == "$floor_text" ]] ||
 	{ echo "floor.sh: the floors' /stat differ or are empty" >&2; cat "$WORK"/*.log >&2; exit 1; }
-[[ $(cat "$WORK/procfast/$SLEEPER/stat") == "$SLEEPER (sleep) "* ]] ||
-	{ echo "floor.sh: procfast's $SLEEPER/stat is not the sleeper's" >&2; exit 1; }
-if ldd "$PROCFAST_BIN" | grep -q liburing; then PF_TRANSPORT="links liburing"; else PF_TRANSPORT="/dev/fuse"; fi
+for t in off on; do
+	[[ $(cat "$WORK/procfast-$t/$SLEEPER/stat") == "$SLEEPER (sleep) "* ]] ||
+		{ echo "floor.sh: procfast's $SLEEPER/stat (uring=$t) is not the sleeper's" >&2; exit 1; }
+done
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A SAMPLES
-TARGETS=(proc libfuse uring procfast)
+TARGETS=(proc libfuse uring pf_dev pf_uring)
 path_of() { # TARGET
 	case $1 in
 	proc) echo "/proc/$SLEEPER/stat" ;;
-	procfast) echo "$WORK/procfast/$SLEEPER/stat" ;;
+	pf_dev) echo "$WORK/procfast-off/$SLEEPER/stat" ;;
+	pf_uring) echo "$WORK/procfast-on/$SLEEPER/stat" ;;
 	*) echo "$WORK/$1/stat" ;;
 	esac
 }
@@ -149,7 +154,8 @@ declare -A LABEL
 LABEL[proc]="\`/proc/PID/stat\` (procfs)"
 LABEL[libfuse]="floor, libfuse $(pkg-config --modversion fuse3) over \`/dev/fuse\`, multithreaded (\`floor_libfuse\`)"
 LABEL[uring]="floor, raw FUSE-over-io_uring, a queue per vCPU, threads pinned (\`floor_uring\`)"
-LABEL[procfast]="procfast \`PID/stat\` (Release, transport: $PF_TRANSPORT)"
+LABEL[pf_dev]="procfast \`PID/stat\` over \`/dev/fuse\` (Release, \`-o uring=off\`)"
+LABEL[pf_uring]="procfast \`PID/stat\` over io_uring (Release, \`-o uring=on\`)"
 table="| path, median µs | open+read-to-EOF+close | pread of the first 4 KiB |
 |---|---|---|"
 for t in "${TARGETS[@]}"; do
@@ -162,9 +168,11 @@ ratio_row() { # LABEL A B TARGET
 }
 ratios="| ratio | open+read+close | pread | issue 11's target |
 |---|---|---|---|"
-ratios+=$(ratio_row "procfast ÷ libfuse floor" procfast libfuse "≤ 1.2 while procfast is on \`/dev/fuse\`")
-ratios+=$(ratio_row "procfast ÷ io_uring floor" procfast uring "≤ 1.2 once procfast is on io_uring")
-ratios+=$(ratio_row "io_uring floor ÷ libfuse floor" uring libfuse "what the transport alone gives; procfast over io_uring: open+read+close ≤ 0.75× the libfuse floor")
+ratios+=$(ratio_row "procfast over \`/dev/fuse\` ÷ libfuse floor" pf_dev libfuse "≤ 1.2")
+ratios+=$(ratio_row "procfast over io_uring ÷ io_uring floor" pf_uring uring "≤ 1.2")
+ratios+=$(ratio_row "procfast over io_uring ÷ libfuse floor" pf_uring libfuse "open+read+close ≤ 0.75")
+ratios+=$(ratio_row "procfast over io_uring ÷ procfast over \`/dev/fuse\`" pf_uring pf_dev "what the transport gives procfast")
+ratios+=$(ratio_row "io_uring floor ÷ libfuse floor" uring libfuse "what the transport gives the floor")
 
 section="<!-- floor:begin -->
 ## The floor, measured in every run (issue 11)
@@ -183,12 +191,9 @@ $ratios
 What separates procfast from the floor on the same transport: the floors answer from
 memory, procfast makes the source operation (a pread of \`/proc/PID/stat\`, the procfs row
 above) and the caller's checks (\`capget\`, a \`readlinkat\` of its \`ns/user\`:
-\`bench/syscalls.sh\`); an OPEN also probes the process's generation. A \`perf record\` of
-the server during a pread loop (2026-12-01) put 94% of its time in the kernel, 44% of it
-in \`finish_task_switch\` (a worker put to sleep and woken on the other vCPU, where the
-VM's exits cost most) and 13% in the wakeup of the reader; procfast's own code, libfuse
-and libc were 6%. The request path has little left to give; the transport does (the
-io_uring floor's row). procfast serves over \`/dev/fuse\`: its io_uring transport is not
-in this tree.
+\`bench/syscalls.sh\`); an OPEN also probes the process's generation. Over \`/dev/fuse\` a
+\`perf record\` of the server during a pread loop (2026-12-01) put 94% of its time in the
+kernel, 44% of it in \`finish_task_switch\` (a worker put to sleep and woken on the other
+vCPU); over io_uring the request is answered by a thread pinned to the caller's vCPU.
 <!-- floor:end -->"
 write_section floor "$section"

@@ -9,7 +9,7 @@ set -eu
 # libc6-dev (build-essential) has the static libc for procfast-enter; lxcfs: the
 # peer tests/test_resources*.py and bench/resources.sh compare with (its service is
 # stopped and disabled: the tests start their own on scratch mount points).
-PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev \
+PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev liburing-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
       clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils lxcfs"
 missing=""

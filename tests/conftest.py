@@ -83,6 +83,11 @@ class Mount:
     def p(self, *parts):
         return os.path.join(self.path, *[str(x) for x in parts])
 
+    def over_uring(self):
+        """Whether the rings serve (fs/daemon/transport.c logs it once they do)."""
+        out = self.output()
+        return "serving through io_uring" in out or " over io_uring, " in out
+
     def close(self):
         """Unmount, wait for the daemon, and fail on sanitizer reports or a bad exit."""
         conn = self._connection()

@@ -35,43 +35,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Debian 12's linux/fuse.h is 7.38; FUSE-over-io_uring came in 7.42. The values
- * below are those of the kernel's include/uapi/linux/fuse.h. */
-#ifndef FUSE_OVER_IO_URING
-#define FUSE_OVER_IO_URING (1ULL << 41)
-#endif
-#ifndef FUSE_URING_IN_OUT_HEADER_SZ
-#define FUSE_URING_IN_OUT_HEADER_SZ 128
-#define FUSE_URING_OP_IN_OUT_SZ 128
-
-struct fuse_uring_ent_in_out {
-	uint64_t flags;
-	uint64_t commit_id; /* to name the request in its commit */
-	uint32_t payload_sz; /* bytes valid in the payload buffer */
-	uint32_t padding;
-	uint64_t reserved;
-};
-
-struct fuse_uring_req_header {
-	char in_out[FUSE_URING_IN_OUT_HEADER_SZ]; /* fuse_in_header, then fuse_out_header */
-	char op_in[FUSE_URING_OP_IN_OUT_SZ]; /* the opcode's fixed argument */
-	struct fuse_uring_ent_in_out ring_ent_in_out;
-};
-
-enum fuse_uring_cmd {
-	FUSE_IO_URING_CMD_INVALID = 0,
-	FUSE_IO_URING_CMD_REGISTER = 1,
-	FUSE_IO_URING_CMD_COMMIT_AND_FETCH = 2,
-};
-
-/* In the SQE's 80-byte command area. */
-struct fuse_uring_cmd_req {
-	uint64_t flags;
-	uint64_t commit_id;
-	uint16_t qid;
-	uint8_t padding[6];
-};
-#endif
+#include "fs/daemon/fuse_uring_abi.h"
 
 #define FLOOR_MINOR 42 /* the protocol this server speaks: 7.42, io_uring's */
 #define STAT_INO 2

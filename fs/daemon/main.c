@@ -23,6 +23,7 @@
 #include "fs/daemon/privileges.h"
 #include "fs/daemon/source.h"
 #include "fs/daemon/supervisor.h"
+#include "fs/daemon/transport.h"
 #include "fs/log.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
@@ -215,6 +216,10 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		log_warn("resources: %s: every file is the host's", strerror(-r));
 	if (fuse_set_signal_handlers(se))
 		return 1;
+	if (transport_attach(se, o->uring_mode, cmd->mountpoint, role == SERVE_RESUMED)) {
+		log_err("cannot take over the session's I/O");
+		return 1;
+	}
 	invalidate_init(se, &hooks);
 	hooks.sweep = sweep;
 	events_config(o, &events);
@@ -226,18 +231,21 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		return 1;
 	}
 	node_set_fixed_resolver(entry_resolve_fixed);
-	if (role == SERVE_RESUMED)
+	if (role == SERVE_RESUMED) {
 		supervisor_replay_init(se);
-	log_info("%s %s%s%s at %s (process index: %s, generations: %s)",
+		transport_resume();
+	}
+	log_info("%s %s%s%s at %s over %s (process index: %s, generations: %s)",
 		 role == SERVE_RESUMED ? "serving again: mirroring" : "mirroring",
 		 o->pidns ? "pid namespace " : o->source ? o->source : "/proc", o->pidns ? o->pidns : "",
-		 o->hidepid || o->subset ? " with procfs options" : "", cmd->mountpoint, mode,
-		 pidgen_method());
+		 o->hidepid || o->subset ? " with procfs options" : "", cmd->mountpoint,
+		 transport_describe(), mode, pidgen_method());
 	if (proc_events_run())
 		log_err("cannot start the event listener");
 	/* A positive value is the signal that ended the loop (SIGTERM from
 	 * "systemctl stop", kill, or the supervisor): a normal end. */
 	r = serve(se, cmd) < 0 ? 1 : 0;
+	transport_detach();
 	proc_events_stop();
 	ns_helper_stop();
 	fuse_remove_signal_handlers(se);
@@ -341,7 +349,7 @@ int main(int argc, char *argv[])
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
 	resume_fd = supervisor_resume_fd();
-	if (resume_fd < 0 && preflight(cmd.mountpoint))
+	if (resume_fd < 0 && (preflight(cmd.mountpoint) || transport_preflight(o.uring_mode)))
 		goto out;
 	if (resume_fd < 0 && already_procfast(cmd.mountpoint)) {
 		fprintf(stderr, "procfast: %s: already a procfast mount\n", cmd.mountpoint);
@@ -391,6 +399,8 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	if (!cmd.foreground)
 		log_to_syslog();
+	/* before the servers are forked: they share the rings' buffers */
+	transport_reserve(o.uring_mode);
 	if (serve_only != SUPERVISOR_DONE)
 		role = serve_only;
 	else if (!o.no_restart)

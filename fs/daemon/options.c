@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/daemon/transport.h"
 #include "fs/res/resources.h"
 
 enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT };
@@ -27,6 +28,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "daemon=%s", offsetof(struct options, daemon), 0 },
 	{ "resources=%s", offsetof(struct options, resources), 0 },
 	{ "cgroup_root=%s", offsetof(struct options, cgroup_root), 0 },
+	{ "uring=%s", offsetof(struct options, uring), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -153,6 +155,26 @@ static int resources_valid(struct options *o)
 	return 0;
 }
 
+/* auto_unmount's helper unmounts once the mount answers ENOTCONN, which a
+ * dead daemon's connection answers at once only over /dev/fuse: the kernel
+ * lets the rings of a dead one go in a worker after it was reaped, and
+ * requests made meanwhile end ECONNABORTED (transport.h). */
+static int uring_valid(struct options *o)
+{
+	o->uring_mode = o->uring ? transport_mode_of(o->uring) : URING_AUTO;
+	if (o->uring_mode < 0) {
+		fprintf(stderr, "procfast: uring=%s: must be auto, on or off\n", o->uring);
+		return 0;
+	}
+	if (o->auto_unmount && o->uring_mode == URING_ON) {
+		fprintf(stderr, "procfast: uring=on and auto_unmount exclude each other\n");
+		return 0;
+	}
+	if (o->auto_unmount)
+		o->uring_mode = URING_OFF;
+	return 1;
+}
+
 /* daemon= hands the mount over and exits: nothing of this process may be
  * needed by the mount afterwards. */
 static int handover_options_valid(const struct options *o)
@@ -194,7 +216,7 @@ int options_parse(struct fuse_args *args, struct options *o)
 	if (!timeout_valid("entry_timeout", o->entry_timeout) ||
 	    !timeout_valid("attr_timeout", o->attr_timeout))
 		return -1;
-	if (!handover_options_valid(o) || !resources_valid(o))
+	if (!handover_options_valid(o) || !resources_valid(o) || !uring_valid(o))
 		return -1;
 	/* Tools run by every user read /proc: as root, serve them all. */
 	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
@@ -220,6 +242,7 @@ void options_free(struct options *o)
 	free(o->daemon);
 	free(o->resources);
 	free(o->cgroup_root);
+	free(o->uring);
 	free(o->positional[0]);
 	free(o->positional[1]);
 }
@@ -252,5 +275,8 @@ void options_help(void)
 	       "                           (caller, as LXCFS), or the host's files (off, the\n"
 	       "                           default otherwise)\n"
 	       "    -o cgroup_root=DIR     read cgroups in DIR (a v2 tree, or one directory per\n"
-	       "                           v1 controller) instead of the mounted hierarchies\n");
+	       "                           v1 controller) instead of the mounted hierarchies\n"
+	       "    -o uring=auto|on|off   FUSE over io_uring: where the kernel allows it (auto,\n"
+	       "                           the default), required (on), or never (off); allowed by\n"
+	       "                           /sys/module/fuse/parameters/enable_uring\n");
 }

@@ -26,6 +26,8 @@ struct options {
 	char *resources;      /* -o resources=off|init|caller */
 	int res_mode;         /* its enum res_mode */
 	char *cgroup_root;    /* -o cgroup_root=DIR: a scratch cgroup tree (tests) */
+	char *uring;          /* -o uring=auto|on|off */
+	int uring_mode;       /* its enum transport_mode */
 	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;

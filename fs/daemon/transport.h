@@ -1,0 +1,42 @@
+/* How requests reach the server: /dev/fuse reads, or FUSE over io_uring.
+ *
+ * libfuse reads /dev/fuse as always and decodes every request; the session's
+ * custom I/O (fuse_session_custom_io) sees INIT go by and asks the kernel for
+ * io_uring in its reply, then starts the rings (uring.c), and routes each
+ * reply to where its request came from. -o uring=auto (the default) uses the
+ * rings where the kernel offers them, on refuses to mount where it does not,
+ * off never asks. */
+#ifndef PROCFAST_TRANSPORT_H
+#define PROCFAST_TRANSPORT_H
+
+#include <fuse_lowlevel.h>
+
+enum transport_mode { URING_AUTO, URING_ON, URING_OFF };
+
+/* From -o uring=; -1 for a name that is none. */
+int transport_mode_of(const char *name);
+
+/* Before mounting: -1 with a message printed when uring=on cannot be. */
+int transport_preflight(enum transport_mode mode);
+
+/* Before the supervisor forks servers: the rings' buffers, which every
+ * server of the mount then shares (uring_slots.h). */
+void transport_reserve(enum transport_mode mode);
+
+/* In a server, before it serves: installs the custom I/O on se. resumed: the
+ * connection's INIT was answered by an earlier server (its rings then start
+ * in transport_resume). mountpoint: where the mount is reached. 0 or -1. */
+int transport_attach(struct fuse_session *se, enum transport_mode mode, const char *mountpoint,
+		     int resumed);
+
+/* In a resumed server, once libfuse was given its INIT: starts the rings,
+ * taking over what a dead server left in them. */
+void transport_resume(void);
+
+/* What serves, for the log: "io_uring, 2 queues x 4 entries" or "/dev/fuse (...)". */
+const char *transport_describe(void);
+
+/* After the loop: stops the rings. */
+void transport_detach(void);
+
+#endif
