@@ -21,7 +21,9 @@
 #              (seconds before a cold run, default 5), REPEAT (listings of a warm root
 #              listing, default 50), CPU_RUNS (back-to-back runs for daemon CPU, 20),
 #              PROCFAST (daemon binary; default: this tree built Release into the
-#              scratch directory).
+#              scratch directory), URING (procfast's -o uring=: on, the default, with
+#              /sys/module/fuse/parameters/enable_uring set Y for the run and restored;
+#              off for /dev/fuse).
 # Installs what it needs (Debian: apt-get update only if something is missing).
 # Every arm of a tool runs as
 #   unshare -m --propagation private sh -c 'mount --bind SRC /proc && exec CMD'
@@ -36,9 +38,9 @@ PROCFAST_GIVEN=${PROCFAST:-}
 . "$(dirname "$0")/common.sh"
 
 ROUNDS=${ROUNDS:-9} THREADS=${THREADS:-100000} IDLE=${IDLE:-5} REPEAT=${REPEAT:-50}
-CPU_RUNS=${CPU_RUNS:-20}
-INVOCATION="$(for v in ROUNDS THREADS IDLE REPEAT CPU_RUNS; do
-	case "$v=${!v}" in ROUNDS=9 | THREADS=100000 | IDLE=5 | REPEAT=50 | CPU_RUNS=20) ;;
+CPU_RUNS=${CPU_RUNS:-20} URING=${URING:-on}
+INVOCATION="$(for v in ROUNDS THREADS IDLE REPEAT CPU_RUNS URING; do
+	case "$v=${!v}" in ROUNDS=9 | THREADS=100000 | IDLE=5 | REPEAT=50 | CPU_RUNS=20 | URING=on) ;;
 	*) printf '%s=%s ' "$v" "${!v}" ;; esac
 done; [[ -n $PROCFAST_GIVEN ]] && printf 'PROCFAST=%s ' "$PROCFAST_GIVEN"; true)bench/tools.sh"
 [[ $EUID -eq 0 ]] || { echo "tools.sh: must run as root (mount, unshare)" >&2; exit 1; }
@@ -61,6 +63,7 @@ fi
 declare -A MNT=([proc]=/proc) DAEMON=() NE=() PORT=() NE_CRASHES=()
 TPID='' SPID=''
 PID_MAX=$(cat /proc/sys/kernel/pid_max) THREADS_MAX=$(cat /proc/sys/kernel/threads-max)
+URING_PARAM=/sys/module/fuse/parameters/enable_uring URING_WAS=
 stop_pid() { # PID [SIGNAL]: ends one process this script started, and reaps it
 	[[ -n $1 ]] || return 0
 	kill "-${2:-TERM}" "$1" 2>/dev/null || true
@@ -77,6 +80,7 @@ cleanup() {
 	for a in "${!NE[@]}"; do stop_pid "${NE[$a]}"; done
 	stop_pid "$TPID" KILL; stop_pid "$SPID"
 	for a in debug bindfs procfast; do stop_fuse "$a"; done
+	[[ -n $URING_WAS ]] && echo "$URING_WAS" >"$URING_PARAM"
 	echo "$PID_MAX" >/proc/sys/kernel/pid_max
 	echo "$THREADS_MAX" >/proc/sys/kernel/threads-max
 	rm -rf "$WORK"
@@ -293,7 +297,13 @@ OTHERS=$(pgrep -c -x procfast || true) # daemons not ours (other users of the ma
 OTHER_MOUNTS=$(grep -c -e fuse.procfast -e fuse.bindfs /proc/mounts || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 T_START=$SECONDS
-start_fuse procfast "$PROCFAST" -f
+if [[ $URING != off ]]; then
+	URING_WAS=$(cat "$URING_PARAM")
+	echo Y >"$URING_PARAM"
+fi
+start_fuse procfast "$PROCFAST" -f -o "uring=$URING"
+TRANSPORT=$(grep -o -m1 'over [^(]*' "$WORK/procfast.log" | sed 's/ *$//')
+grep -q "serving through io_uring" "$WORK/procfast.log" && TRANSPORT="over io_uring"
 start_fuse bindfs bindfs -f /proc
 mapfile -t DPIDS < <(tree_pids "${DAEMON[procfast]}")
 mapfile -t DSTAT < <(printf '/proc/%s/stat\n' "${DPIDS[@]}")
@@ -417,7 +427,7 @@ Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), $((ELAPSED / 60))
 kernel $(uname -r), $(nproc) CPUs; load average $LOAD0 before, $LOAD1 after the last round (1-min load at
 the start of each round: $LOAD_MIN–$LOAD_MAX); other procfast daemons' processes running at start: $OTHERS,
 other procfast or bindfs mounts: $OTHER_MOUNTS (the machine was shared: figures are only as good as that load allows).
-procfast: $BUILD, \`procfast -f MOUNT\`; $PROCS0 processes, $FDS0 open fds at start.
+procfast: $BUILD, \`procfast -f -o uring=$URING MOUNT\` (serving $TRANSPORT); $PROCS0 processes, $FDS0 open fds at start.
 Each tool: \`unshare -m --propagation private sh -c 'mount --bind SRC /proc && exec CMD'\`, output
 to /dev/null, wall clock (unshare + bind included, the same for every arm); the scrape:
 \`curl -sf -o /dev/null http://127.0.0.1:PORT/metrics\` from \`prometheus-node-exporter

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import BIN, Mount
-from test_views import Container, compare, without_self
+from test_views import Container, compare, ps_ef_rows
 
 
 def children(pid):
@@ -111,7 +111,7 @@ def test_two_views_and_the_host_from_one_daemon(daemon, containers):
         c.attach(h)
         views.append((c, h))
     for c, h in views:
-        compare(c, ["ps", "-ef"], without_self("ps"))
+        compare(c, ["ps", "-ef"], ps_ef_rows("ps"))
         listed = sorted(int(p) for p in os.listdir(h.path) if p.isdigit())
         assert listed[0] == 1 and c.host_pid not in listed, listed
         assert h.server() in children(daemon.proc.pid)
@@ -130,7 +130,7 @@ def test_a_view_server_killed_comes_back(daemon, containers):
     old = h.server()
     os.kill(old, signal.SIGKILL)
     wait_for(lambda: h.server() not in (None, old), 10, "a new server")
-    compare(c, ["ps", "-ef"], without_self("ps"))
+    compare(c, ["ps", "-ef"], ps_ef_rows("ps"))
     assert daemon.server_pid() == own
     assert str(os.getpid()) in os.listdir(other.path)
     assert "server %d killed by signal 9" % old in daemon.output()
@@ -166,7 +166,7 @@ def test_upgrade_serves_every_mount_again(daemon, containers):
     daemon.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: len(set(children(daemon.proc.pid)) - before) == 2, 10,
              "two new servers:\n" + daemon.output())
-    compare(c, ["ps", "-ef"], without_self("ps"))
+    compare(c, ["ps", "-ef"], ps_ef_rows("ps"))
     assert str(os.getpid()) in os.listdir(daemon.path)
     # the control socket is still the daemon's: a mount handed over after it works
     later = daemon.hand_over()

@@ -201,7 +201,7 @@ static void sweep(void)
 
 /* One server: the process that answers requests, with all the threads. */
 static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
-		      const struct options *o, enum supervisor_role role)
+		      const struct options *o, enum supervisor_role role, int executed)
 {
 	struct proc_event_hooks hooks = { 0 };
 	struct proc_events_config events = { 0 };
@@ -216,7 +216,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		log_warn("resources: %s: every file is the host's", strerror(-r));
 	if (fuse_set_signal_handlers(se))
 		return 1;
-	if (transport_attach(se, o->uring_mode, cmd->mountpoint, role == SERVE_RESUMED)) {
+	if (transport_attach(se, o->uring_mode, cmd->mountpoint, role == SERVE_RESUMED, executed)) {
 		log_err("cannot take over the session's I/O");
 		return 1;
 	}
@@ -409,7 +409,7 @@ int main(int argc, char *argv[])
 		/* a server leaves the mount to its supervisor */
 		if (privileges_seal())
 			goto out_session_or_unmount;
-		ret = run_server(se, &cmd, &o, role);
+		ret = run_server(se, &cmd, &o, role, serve_only != SUPERVISOR_DONE);
 out_session_or_unmount:
 		if (!o.no_restart)
 			goto out_session;

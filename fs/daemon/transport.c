@@ -164,15 +164,19 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 }
 
 int transport_attach(struct fuse_session *se, enum transport_mode m, const char *mountpoint,
-		     int resumed)
+		     int resumed, int executed)
 {
 	static const struct fuse_custom_io io = { .read = transport_read,
 						  .writev = transport_writev };
 
-	mode = m;
+	/* A server that was executed has buffers of its own, not its
+	 * predecessor's: the requests a dead one had taken would wait for ever. */
+	mode = executed && m == URING_AUTO ? URING_OFF : m;
 	session = se;
 	mount_path = mountpoint;
-	if (m == URING_OFF)
+	if (mode != m)
+		snprintf(described, sizeof(described), "/dev/fuse (uring=auto: a handed-over mount)");
+	else if (m == URING_OFF)
 		snprintf(described, sizeof(described), "/dev/fuse (uring=off)");
 	else if (uring_allowed() <= 0)
 		snprintf(described, sizeof(described), "/dev/fuse (io_uring not allowed: %s)",

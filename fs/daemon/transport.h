@@ -25,9 +25,11 @@ void transport_reserve(enum transport_mode mode);
 
 /* In a server, before it serves: installs the custom I/O on se. resumed: the
  * connection's INIT was answered by an earlier server (its rings then start
- * in transport_resume). mountpoint: where the mount is reached. 0 or -1. */
+ * in transport_resume). mountpoint: where the mount is reached. executed: a
+ * server the supervisor executed for a handed-over mount, which cannot share
+ * the buffers of the one before: auto then means /dev/fuse. 0 or -1. */
 int transport_attach(struct fuse_session *se, enum transport_mode mode, const char *mountpoint,
-		     int resumed);
+		     int resumed, int executed);
 
 /* In a resumed server, once libfuse was given its INIT: starts the rings,
  * taking over what a dead server left in them. */

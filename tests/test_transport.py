@@ -1,0 +1,142 @@
+"""Which transport serves (fs/daemon/transport.c): FUSE over io_uring where the kernel
+allows it and -o uring= asks for it, /dev/fuse otherwise. What serves is read from the
+server itself: its io_uring instances are fds of its own (anon_inode:[io_uring]), and
+a request through the mount must then be answered by one of its ring threads."""
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BIN, Mount
+from test_join import Handed, daemon  # noqa: F401 (the fixture)
+
+PARAM = "/sys/module/fuse/parameters/enable_uring"
+pytestmark = pytest.mark.skipif(not os.path.exists(PARAM),
+                                reason="a kernel without FUSE over io_uring")
+
+
+@pytest.fixture
+def allowed():
+    """Sets enable_uring for one test; the suite's setting comes back after."""
+    with open(PARAM) as f:
+        old = f.read().strip()
+
+    def allow(on):
+        with open(PARAM, "w") as f:
+            f.write("Y" if on else "N")
+    yield allow
+    allow(old == "Y")
+
+
+def rings(pid):
+    """How many io_uring instances the process holds."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[io_uring]"
+        except OSError:
+            pass
+    return n
+
+
+def possible_cpus():
+    """The kernel's queues: one per possible CPU ("0-1", "0,2-3")."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        return 1 + max(int(n) for part in f.read().strip().split(",") for n in part.split("-"))
+
+
+def ring_threads_busy(pid):
+    """Context switches of the server's threads pinned to one CPU (the ring threads)."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+            status = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+        if "-" not in status["Cpus_allowed_list"] and "," not in status["Cpus_allowed_list"]:
+            total += int(status["voluntary_ctxt_switches"])
+    return total
+
+
+def same_as_proc(m):
+    pid = os.getpid()
+    with open("/proc/%d/status" % pid) as f:
+        want = f.read().splitlines()[0]
+    with open(m.p(pid, "status")) as f:
+        assert f.read().splitlines()[0] == want
+
+
+@pytest.mark.parametrize("option", ["", "uring=auto", "uring=on"])
+def test_io_uring_serves_where_allowed(allowed, mount_with, option):
+    allowed(True)
+    m = mount_with(*([option] if option else []))
+    server = m.server_pid()
+    assert rings(server) == 2 * possible_cpus(), m.output()  # two threads a queue
+    assert "serving through io_uring" in m.output()
+    before = ring_threads_busy(server)
+    for _ in range(20):
+        same_as_proc(m)
+    assert ring_threads_busy(server) >= before + 20, "the rings served nothing"
+
+
+def test_uring_off_serves_through_dev_fuse(allowed, mount_with):
+    allowed(True)
+    m = mount_with("uring=off")
+    same_as_proc(m)
+    assert rings(m.server_pid()) == 0
+    assert "over /dev/fuse (uring=off)" in m.output()
+
+
+def test_auto_falls_back_where_not_allowed(allowed, mount_with):
+    allowed(False)
+    m = mount_with()
+    same_as_proc(m)
+    assert rings(m.server_pid()) == 0
+    assert "is N" in m.output(), m.output()
+
+
+def test_on_refuses_to_mount_where_not_allowed(allowed):
+    allowed(False)
+    path = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        r = subprocess.run([BIN, "-o", "uring=on", path], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode != 0
+        assert "echo Y > " + PARAM in r.stderr, r.stderr
+        with open("/proc/self/mounts") as f:
+            assert not any(line.split()[1] == path for line in f)
+    finally:
+        os.rmdir(path)
+
+
+def test_bad_value_refused():
+    r = subprocess.run([BIN, "-o", "uring=sometimes", "/nonexistent"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode != 0 and "uring=sometimes: must be auto, on or off" in r.stderr
+
+
+def test_auto_unmount_keeps_dev_fuse(allowed):
+    """auto_unmount's helper unmounts on ENOTCONN, which a dead daemon's io_uring connection
+    answers only after a few ms of ECONNABORTED (test_faults.py): /dev/fuse then."""
+    allowed(True)
+    m = Mount(["norestart", "auto_unmount"])
+    try:
+        same_as_proc(m)
+        assert rings(m.proc.pid) == 0
+    finally:
+        m.close()
+    r = subprocess.run([BIN, "-o", "uring=on,auto_unmount", "/nonexistent"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "exclude each other" in r.stderr
+
+
+def test_handed_over_mount_keeps_dev_fuse(allowed, daemon):  # noqa: F811
+    """A handed-over mount's servers are executed, so none could take back what a dead one
+    left in its buffers: uring=auto serves it through /dev/fuse, the daemon's own mount
+    over io_uring."""
+    allowed(True)
+    h = daemon.hand_over()
+    assert h.result.returncode == 0, h.result.stderr
+    with open(os.path.join(h.path, str(os.getpid()), "comm")) as f:
+        assert f.read() == open("/proc/self/comm").read()
+    assert rings(h.server()) == 0
+    assert rings(daemon.server_pid()) > 0
