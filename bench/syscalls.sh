@@ -40,7 +40,7 @@ cmake --build "$WORK/build" -j2 --target procfast >/dev/null
 cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
 chmod 755 "$WORK" "$WORK/readlat"
 mkdir -p "$MNT"
-"$WORK/build/procfast" -f -o norestart "$MNT" 2>"$WORK/daemon.log" &
+"$WORK/build/procfast" -f -o norestart,uring=off "$MNT" 2>"$WORK/daemon.log" &
 DAEMON=$!
 for _ in $(seq 100); do mountpoint -q "$MNT" && break; sleep 0.05; done
 mountpoint -q "$MNT" || { echo "syscalls.sh: not mounted" >&2; exit 1; }
@@ -112,7 +112,7 @@ section="<!-- syscalls:begin -->
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs,
 load average $LOAD_BEFORE before, $(cut -d' ' -f1-3 /proc/loadavg) after.
-A Release build of this tree ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)) serves \`-o norestart\`; \`strace -f\`
+A Release build of this tree ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)) serves \`-o norestart,uring=off\` (over io_uring the transport is one \`io_uring_enter\` a request, which answers one and fetches the next; the rest is the same); \`strace -f\`
 traces every thread of the server while one workload runs (after an untimed run of the
 same: names and attributes cached, threads started). The threads that reply (writev on
 /dev/fuse) serve the requests: per request = their calls ÷ their replies. Transport

@@ -8,8 +8,8 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, Mount
-from test_join import Handed, daemon  # noqa: F401 (the fixture)
+from conftest import BIN, Mount, is_ns_helper
+from test_join import children, cmdline, daemon  # noqa: F401 (the fixture)
 
 PARAM = "/sys/module/fuse/parameters/enable_uring"
 pytestmark = pytest.mark.skipif(not os.path.exists(PARAM),
@@ -129,14 +129,22 @@ def test_auto_unmount_keeps_dev_fuse(allowed):
     assert r.returncode != 0 and "exclude each other" in r.stderr
 
 
-def test_handed_over_mount_keeps_dev_fuse(allowed, daemon):  # noqa: F811
+@pytest.fixture
+def uring_allowed(allowed):
+    """enable_uring Y before the fixtures after it mount anything."""
+    allowed(True)
+
+
+def test_handed_over_mount_keeps_dev_fuse(uring_allowed, daemon):  # noqa: F811
     """A handed-over mount's servers are executed, so none could take back what a dead one
     left in its buffers: uring=auto serves it through /dev/fuse, the daemon's own mount
     over io_uring."""
-    allowed(True)
     h = daemon.hand_over()
     assert h.result.returncode == 0, h.result.stderr
     with open(os.path.join(h.path, str(os.getpid()), "comm")) as f:
         assert f.read() == open("/proc/self/comm").read()
+    own = [p for p in children(daemon.proc.pid) if cmdline(p)[-2:] == [daemon.path.encode(), b""]
+           and not is_ns_helper(p)]
+    assert len(own) == 1 and own[0] != h.server(), own
     assert rings(h.server()) == 0
-    assert rings(daemon.server_pid()) > 0
+    assert rings(own[0]) == 2 * possible_cpus(), daemon.output()
