@@ -94,6 +94,9 @@ static void start_rings(int resumed)
 {
 	int r = uring_start(session, mount_path, resumed);
 
+	/* resumed on a connection that never used io_uring, where it is not allowed */
+	if (r == -EOPNOTSUPP && resumed && mode == URING_AUTO)
+		return;
 	if (r)
 		rings_failed(strerror(-r));
 	else
@@ -112,7 +115,9 @@ static int ask_for_rings(struct iovec *iov, int count)
 	if (mode == URING_OFF || out->error || count < 2 || iov[1].iov_len < sizeof(*o))
 		return 0;
 	if (!atomic_load(&init_offers_uring)) {
-		rings_failed("not offered by the kernel (" URING_PARAM ")");
+		/* auto where it is not allowed: the log's first line said so */
+		if (mode == URING_ON)
+			rings_failed("not offered by the kernel (" URING_PARAM ")");
 		return 0;
 	}
 	o = iov[1].iov_base;
@@ -186,9 +191,12 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, const char 
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se)) ? -1 : 0;
 }
 
+/* Tried whatever enable_uring says now: a connection that used io_uring keeps
+ * it (the kernel allows its rings again), and its queues would hold every
+ * request for ever without them. */
 void transport_resume(void)
 {
-	if (mode != URING_OFF && uring_allowed() > 0)
+	if (mode != URING_OFF)
 		start_rings(1);
 }
 

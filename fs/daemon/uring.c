@@ -442,12 +442,11 @@ int uring_start(struct fuse_session *se, const char *mountpoint, int resumed)
 			nthreads++;
 		}
 	ok = wait_started();
-	if (ok < nthreads) {
-		for (unsigned i = 0; i < nthreads; i++)
-			if (threads[i].started < 0)
-				r = threads[i].started;
+	for (unsigned i = 0; i < nthreads; i++)
+		if (threads[i].started < 0)
+			r = threads[i].started;
+	if (ok && ok < nthreads) /* none: the caller says why */
 		log_warn("io_uring: %u of %u threads registered: %s", ok, nthreads, strerror(-r));
-	}
 	if (ok && resumed && mountpoint)
 		kick_queues(mountpoint);
 	return ok ? 0 : r ? r : -EIO;
