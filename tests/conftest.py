@@ -51,6 +51,13 @@ class Mount:
             time.sleep(0.02)
         # Served once a listing returns: the start-up line is in the log by then.
         os.listdir(self.path)
+        # The rings start after INIT (fs/daemon/transport.c), and /dev/fuse serves until
+        # they do: wait for the line that says which serves, so that tests know.
+        while "once INIT accepts it" in self.output() and "serving through" not in self.output():
+            if time.time() > deadline:
+                self.close()
+                raise RuntimeError("no transport settled: " + self.output())
+            time.sleep(0.02)
 
     def server_pid(self):
         """The process that serves: the supervisor's child (see fs/daemon/supervisor.c), or the

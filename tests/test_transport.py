@@ -5,6 +5,7 @@ a request through the mount must then be answered by one of its ring threads."""
 import os
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -148,3 +149,23 @@ def test_handed_over_mount_keeps_dev_fuse(uring_allowed, daemon):  # noqa: F811
     assert len(own) == 1 and own[0] != h.server(), own
     assert rings(h.server()) == 0
     assert rings(own[0]) == 2 * possible_cpus(), daemon.output()
+
+
+def test_a_connection_keeps_its_rings_when_io_uring_is_disallowed_later(allowed, mount_with):
+    """The kernel keeps a connection that used io_uring on its rings, and allows them
+    again whatever enable_uring says: a server started after the setting went N must
+    register its rings, or its queues hold every request for ever."""
+    allowed(True)
+    m = mount_with()
+    assert m.over_uring(), m.output()
+    allowed(False)
+    server = m.server_pid()
+    os.kill(server, 9)
+    deadline = time.time() + 20
+    while m.server_pid() in (server, m.proc.pid):
+        assert time.time() < deadline, m.output()
+        time.sleep(0.02)
+    r = subprocess.run(["cat", m.p(os.getpid(), "stat")], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0 and r.stdout.split()[0] == str(os.getpid()), (r, m.output())
+    assert rings(m.server_pid()) == 2 * possible_cpus(), m.output()
