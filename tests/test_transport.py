@@ -71,7 +71,7 @@ def test_io_uring_serves_where_allowed(allowed, mount_with, option):
     allowed(True)
     m = mount_with(*([option] if option else []))
     server = m.server_pid()
-    assert rings(server) == 2 * possible_cpus(), m.output()  # two threads a queue
+    assert rings(server) == 4 * possible_cpus(), m.output()  # four threads a queue
     assert "serving through io_uring" in m.output()
     before = ring_threads_busy(server)
     for _ in range(20):
@@ -148,7 +148,7 @@ def test_handed_over_mount_keeps_dev_fuse(uring_allowed, daemon):  # noqa: F811
            and not is_ns_helper(p)]
     assert len(own) == 1 and own[0] != h.server(), own
     assert rings(h.server()) == 0
-    assert rings(own[0]) == 2 * possible_cpus(), daemon.output()
+    assert rings(own[0]) == 4 * possible_cpus(), daemon.output()
 
 
 def test_a_connection_keeps_its_rings_when_io_uring_is_disallowed_later(allowed, mount_with):
@@ -168,4 +168,4 @@ def test_a_connection_keeps_its_rings_when_io_uring_is_disallowed_later(allowed,
     r = subprocess.run(["cat", m.p(os.getpid(), "stat")], capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 0 and r.stdout.split()[0] == str(os.getpid()), (r, m.output())
-    assert rings(m.server_pid()) == 2 * possible_cpus(), m.output()
+    assert rings(m.server_pid()) == 4 * possible_cpus(), m.output()

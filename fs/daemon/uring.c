@@ -36,10 +36,6 @@ struct ring_entry {
 	int replied;
 };
 
-/* Several entries a thread: the kernel hands the next request to the entry
- * committed last, which may not be free yet when the woken caller asks
- * again at once; another entry of the same running thread then takes it,
- * where a thread of its own would have to be woken. */
 struct ring_thread {
 	pthread_t thread;
 	unsigned qid;

@@ -1,10 +1,12 @@
 /* FUSE over io_uring: the rings that serve a mount once INIT chose them.
  *
  * One queue per possible CPU, as the kernel makes them; it hands a request to
- * the queue of the CPU its caller runs on. Each queue is served by two
- * threads pinned to that CPU, each with its own ring and a few entries, so
- * that a request is answered without waking the other vCPU, and a slow
- * request does not hold the whole queue. Requests go through libfuse as they do from /dev/fuse
+ * the queue of the CPU its caller runs on. Each queue is served by four
+ * threads pinned to that CPU, each with its own ring and one entry, so that
+ * a request is answered without waking the other vCPU. One entry a thread:
+ * a request may block its thread (a notification waits for the directory's
+ * lock, held by a lookup that is itself a request), and a second entry of
+ * that thread would hold the lookup behind it for ever. Requests go through libfuse as they do from /dev/fuse
  * (fuse_session_process_buf); the reply comes back through the session's
  * writev (transport.c), which hands it here. FORGET and INTERRUPT still come
  * through /dev/fuse, served by libfuse's loop as before. */
@@ -16,8 +18,8 @@
 
 #include <fuse_lowlevel.h>
 
-#define URING_THREADS_PER_QUEUE 2
-#define URING_ENTRIES_PER_THREAD 4
+#define URING_THREADS_PER_QUEUE 4
+#define URING_ENTRIES_PER_THREAD 1
 #define URING_SLOTS_PER_QUEUE (URING_THREADS_PER_QUEUE * URING_ENTRIES_PER_THREAD)
 
 /* The number of queues the kernel makes: one per possible CPU. */
