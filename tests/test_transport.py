@@ -79,6 +79,19 @@ def test_io_uring_serves_where_allowed(allowed, mount_with, option):
     assert ring_threads_busy(server) >= before + 20, "the rings served nothing"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_uring_threads_a_queue(allowed, mount_with, threads):
+    allowed(True)
+    m = mount_with("uring_threads=%d" % threads)
+    server = m.server_pid()
+    assert rings(server) == threads * possible_cpus(), m.output()
+    assert "%d queues x %d entries" % (possible_cpus(), threads) in m.output(), m.output()
+    before = ring_threads_busy(server)
+    for _ in range(20):
+        same_as_proc(m)
+    assert ring_threads_busy(server) >= before + 20, "the rings served nothing"
+
+
 def test_uring_off_serves_through_dev_fuse(allowed, mount_with):
     allowed(True)
     m = mount_with("uring=off")
@@ -113,6 +126,13 @@ def test_bad_value_refused():
     r = subprocess.run([BIN, "-o", "uring=sometimes", "/nonexistent"], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode != 0 and "uring=sometimes: must be auto, on or off" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "65"])
+def test_bad_thread_count_refused(value):
+    r = subprocess.run([BIN, "-o", "uring_threads=" + value, "/nonexistent"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "uring_threads=%s: must be 1 to 64" % value in r.stderr
 
 
 def test_auto_unmount_keeps_dev_fuse(allowed):

@@ -216,11 +216,13 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		log_warn("resources: %s: every file is the host's", strerror(-r));
 	if (fuse_set_signal_handlers(se))
 		return 1;
-	if (transport_attach(se, o->uring_mode, cmd->mountpoint, role == SERVE_RESUMED, executed)) {
+	if (transport_attach(se, o->uring_mode, o->uring_threads, cmd->mountpoint,
+			     role == SERVE_RESUMED, executed)) {
 		log_err("cannot take over the session's I/O");
 		return 1;
 	}
 	invalidate_init(se, &hooks);
+	invalidate_set_wait_guard(transport_begin_wait, transport_end_wait);
 	hooks.sweep = sweep;
 	events_config(o, &events);
 	mode = proc_events_start(&events, &hooks);
@@ -400,7 +402,7 @@ int main(int argc, char *argv[])
 	if (!cmd.foreground)
 		log_to_syslog();
 	/* before the servers are forked: they share the rings' buffers */
-	transport_reserve(o.uring_mode);
+	transport_reserve(o.uring_mode, o.uring_threads);
 	if (serve_only != SUPERVISOR_DONE)
 		role = serve_only;
 	else if (!o.no_restart)

@@ -29,6 +29,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "resources=%s", offsetof(struct options, resources), 0 },
 	{ "cgroup_root=%s", offsetof(struct options, cgroup_root), 0 },
 	{ "uring=%s", offsetof(struct options, uring), 0 },
+	{ "uring_threads=%u", offsetof(struct options, uring_threads), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -172,6 +173,11 @@ static int uring_valid(struct options *o)
 	}
 	if (o->auto_unmount)
 		o->uring_mode = URING_OFF;
+	if (o->uring_threads < 1 || o->uring_threads > URING_THREADS_MAX) {
+		fprintf(stderr, "procfast: uring_threads=%u: must be 1 to %d\n", o->uring_threads,
+			URING_THREADS_MAX);
+		return 0;
+	}
 	return 1;
 }
 
@@ -199,6 +205,7 @@ int options_parse(struct fuse_args *args, struct options *o)
 	o->entry_timeout = 1.0;
 	o->attr_timeout = 1.0;
 	o->scan_ms = 100;
+	o->uring_threads = URING_THREADS_DEFAULT;
 	if (fuse_opt_parse(args, o, option_spec, option_key))
 		return -1;
 	if (o->npositional && take_positionals(args, o))
@@ -278,5 +285,6 @@ void options_help(void)
 	       "                           v1 controller) instead of the mounted hierarchies\n"
 	       "    -o uring=auto|on|off   FUSE over io_uring: where the kernel allows it (auto,\n"
 	       "                           the default), required (on), or never (off); allowed by\n"
-	       "                           /sys/module/fuse/parameters/enable_uring\n");
+	       "                           /sys/module/fuse/parameters/enable_uring\n"
+	       "    -o uring_threads=N     threads serving each CPU's io_uring queue (default 4)\n");
 }

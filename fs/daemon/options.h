@@ -28,6 +28,7 @@ struct options {
 	char *cgroup_root;    /* -o cgroup_root=DIR: a scratch cgroup tree (tests) */
 	char *uring;          /* -o uring=auto|on|off */
 	int uring_mode;       /* its enum transport_mode */
+	unsigned uring_threads; /* -o uring_threads=N: threads serving each CPU's queue */
 	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;

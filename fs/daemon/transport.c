@@ -18,6 +18,7 @@
 static enum transport_mode mode;
 static struct fuse_session *session;
 static const char *mount_path;
+static unsigned per_queue = URING_THREADS_DEFAULT; /* ring threads a queue */
 /* INIT's unique id from its read until its reply, and what it offered. */
 static atomic_ullong init_unique;
 static atomic_int init_offers_uring;
@@ -63,12 +64,12 @@ int transport_preflight(enum transport_mode m)
 	return -1;
 }
 
-void transport_reserve(enum transport_mode m)
+void transport_reserve(enum transport_mode m, unsigned threads)
 {
 	int r;
 
 	if (m != URING_OFF && uring_allowed() > 0 &&
-	    (r = uring_slots_reserve(uring_queue_count(), URING_SLOTS_PER_QUEUE)))
+	    (r = uring_slots_reserve(uring_queue_count(), threads * URING_ENTRIES_PER_THREAD)))
 		log_warn("io_uring buffers: %s", strerror(-r));
 }
 
@@ -92,7 +93,7 @@ static void rings_failed(const char *why)
 
 static void start_rings(int resumed)
 {
-	int r = uring_start(session, mount_path, resumed);
+	int r = uring_start(session, per_queue, mount_path, resumed);
 
 	/* resumed on a connection that never used io_uring, where it is not allowed */
 	if (r == -EOPNOTSUPP && resumed && mode == URING_AUTO)
@@ -168,8 +169,8 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 	return n;
 }
 
-int transport_attach(struct fuse_session *se, enum transport_mode m, const char *mountpoint,
-		     int resumed, int executed)
+int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned threads,
+		     const char *mountpoint, int resumed, int executed)
 {
 	static const struct fuse_custom_io io = { .read = transport_read,
 						  .writev = transport_writev };
@@ -178,6 +179,7 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, const char 
 	 * predecessor's: the requests a dead one had taken would wait for ever. */
 	mode = executed && m == URING_AUTO ? URING_OFF : m;
 	session = se;
+	per_queue = threads;
 	mount_path = mountpoint;
 	if (mode != m)
 		snprintf(described, sizeof(described), "/dev/fuse (uring=auto: a handed-over mount)");
@@ -203,6 +205,16 @@ void transport_resume(void)
 const char *transport_describe(void)
 {
 	return described;
+}
+
+int transport_begin_wait(void)
+{
+	return uring_begin_wait();
+}
+
+void transport_end_wait(void)
+{
+	uring_end_wait();
 }
 
 void transport_detach(void)

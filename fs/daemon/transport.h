@@ -13,23 +13,28 @@
 
 enum transport_mode { URING_AUTO, URING_ON, URING_OFF };
 
+/* -o uring_threads=: the threads that serve each CPU's queue. */
+#define URING_THREADS_DEFAULT 4
+#define URING_THREADS_MAX 64
+
 /* From -o uring=; -1 for a name that is none. */
 int transport_mode_of(const char *name);
 
 /* Before mounting: -1 with a message printed when uring=on cannot be. */
 int transport_preflight(enum transport_mode mode);
 
-/* Before the supervisor forks servers: the rings' buffers, which every
- * server of the mount then shares (uring_slots.h). */
-void transport_reserve(enum transport_mode mode);
+/* Before the supervisor forks servers: the rings' buffers, threads entries a
+ * queue, which every server of the mount then shares (uring_slots.h). */
+void transport_reserve(enum transport_mode mode, unsigned threads);
 
-/* In a server, before it serves: installs the custom I/O on se. resumed: the
+/* In a server, before it serves: installs the custom I/O on se, whose rings
+ * will have threads threads a queue (as reserved). resumed: the
  * connection's INIT was answered by an earlier server (its rings then start
  * in transport_resume). mountpoint: where the mount is reached. executed: a
  * server the supervisor executed for a handed-over mount, which cannot share
  * the buffers of the one before: auto then means /dev/fuse. 0 or -1. */
-int transport_attach(struct fuse_session *se, enum transport_mode mode, const char *mountpoint,
-		     int resumed, int executed);
+int transport_attach(struct fuse_session *se, enum transport_mode mode, unsigned threads,
+		     const char *mountpoint, int resumed, int executed);
 
 /* In a resumed server, once libfuse was given its INIT: starts the rings,
  * taking over what a dead server left in them. */
@@ -37,6 +42,12 @@ void transport_resume(void);
 
 /* What serves, for the log: "io_uring, 2 queues x 4 entries" or "/dev/fuse (...)". */
 const char *transport_describe(void);
+
+/* For a request about to wait for the kernel's directory locks: 1 when it
+ * may (transport_end_wait follows), 0 when its ring queue would be left with
+ * no thread free to answer the lookup that holds the lock (uring.h). */
+int transport_begin_wait(void);
+void transport_end_wait(void);
 
 /* After the loop: stops the rings. */
 void transport_detach(void);

@@ -53,6 +53,9 @@ static unsigned nthreads;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static __thread struct ring_entry *serving;
+static __thread struct ring_thread *self;
+static unsigned threads_per_queue;
+static atomic_uint *waiting; /* per queue: its threads waiting for the kernel */
 
 unsigned uring_queue_count(void)
 {
@@ -345,6 +348,7 @@ static void *ring_main(void *arg)
 	struct ring_thread *t = arg;
 	int r = ring_setup(t);
 
+	self = t;
 	if (!r && (r = submit_first(t)) < 0)
 		io_uring_queue_exit(&t->ring);
 	atomic_store(&t->looping, !r);
@@ -407,22 +411,25 @@ static unsigned wait_started(void)
 	return ok;
 }
 
-int uring_start(struct fuse_session *se, const char *mountpoint, int resumed)
+int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpoint, int resumed)
 {
 	unsigned nq = uring_queue_count(), ok;
 	int r;
 
-	if ((r = uring_slots_reserve(nq, URING_SLOTS_PER_QUEUE)))
+	if ((r = uring_slots_reserve(nq, per_queue * URING_ENTRIES_PER_THREAD)))
 		return r;
-	if (uring_slots_queues() != nq)
+	if (uring_slots_queues() != nq ||
+	    uring_slots_per_queue() != per_queue * URING_ENTRIES_PER_THREAD)
 		return -EINVAL;
 	session = se;
 	dev_fd = fuse_session_fd(se);
-	threads = calloc((size_t)nq * URING_THREADS_PER_QUEUE, sizeof(*threads));
-	if (!threads)
+	threads_per_queue = per_queue;
+	threads = calloc((size_t)nq * per_queue, sizeof(*threads));
+	waiting = calloc(nq, sizeof(*waiting));
+	if (!threads || !waiting)
 		return -ENOMEM;
 	for (unsigned q = 0; q < nq; q++)
-		for (unsigned i = 0; i < URING_THREADS_PER_QUEUE; i++) {
+		for (unsigned i = 0; i < per_queue; i++) {
 			struct ring_thread *t = &threads[nthreads];
 
 			t->qid = q;
@@ -448,13 +455,20 @@ int uring_start(struct fuse_session *se, const char *mountpoint, int resumed)
 	return ok ? 0 : r ? r : -EIO;
 }
 
-unsigned uring_serving(void)
+int uring_begin_wait(void)
 {
-	unsigned n = 0;
+	if (!self)
+		return 1;
+	if (atomic_fetch_add(&waiting[self->qid], 1) + 1 < threads_per_queue)
+		return 1;
+	atomic_fetch_sub(&waiting[self->qid], 1);
+	return 0;
+}
 
-	for (unsigned i = 0; i < nthreads; i++)
-		n += threads[i].started > 0;
-	return n;
+void uring_end_wait(void)
+{
+	if (self)
+		atomic_fetch_sub(&waiting[self->qid], 1);
 }
 
 /* A message on each ring still served ends its thread's wait: the threads
@@ -490,6 +504,8 @@ void uring_stop(void)
 			io_uring_queue_exit(&threads[i].ring);
 	}
 	free(threads);
+	free(waiting);
 	threads = NULL;
+	waiting = NULL;
 	nthreads = 0;
 }

@@ -54,10 +54,10 @@ int node_alive(const struct node *n)
  * it (invalidate.c), and the pid may name a new process before that event is
  * handled. procfs checks its names on every walk (pid_revalidate), so there a
  * walk by path reaches the new process, or ENOENT. Here, the first request to
- * find the process gone drops the name itself and answers ESTALE: the VFS
- * then walks the path once more, asking us for every name on it. Requests
- * after it (a walk from a held descriptor of the gone process comes back to
- * the same nodes) get procfs's answer. */
+ * find the process gone drops the name itself (invalidate.h) and answers
+ * ESTALE: the VFS then walks the path once more, asking us for every name on
+ * it. Requests after it (a walk from a held descriptor of the gone process
+ * comes back to the same nodes) get procfs's answer. */
 int node_walk_error(struct node *n, int r)
 {
 	struct node *dir;
@@ -69,7 +69,7 @@ int node_walk_error(struct node *n, int r)
 	dir = node_process_dir(n);
 	if (!dir || atomic_load(&dir->name_dropped) || (dir != n && !node_gone(dir)))
 		return r;
-	return invalidate_process_name(dir) ? r : -ESTALE;
+	return invalidate_found_gone(dir) ? r : -ESTALE;
 }
 
 /* What the kernel may cache about a process's entries: only while it is a

@@ -38,13 +38,41 @@ static int pid_named(pid_t pid)
 	return n != NULL;
 }
 
-int invalidate_process_name(struct node *n)
+static int (*wait_begin)(void);
+static void (*wait_end)(void);
+
+void invalidate_set_wait_guard(int (*begin)(void), void (*end)(void))
+{
+	wait_begin = begin;
+	wait_end = end;
+}
+
+/* Waits for the kernel's lock on the root, which a lookup there holds until
+ * it is answered. */
+static void drop_root_name(const char *name)
+{
+	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
+}
+
+void invalidate_process_name(struct node *n)
+{
+	atomic_store(&n->name_dropped, true);
+	drop_root_name(n->name);
+}
+
+/* The lookup that holds the root's lock may be waiting for a thread to serve
+ * it: the transport says whether this one may wait (its ring queue keeps
+ * another free). If not, the process's exit event, sent already, drops the
+ * name: until then a walk through it answers ESRCH. */
+int invalidate_found_gone(struct node *n)
 {
 	if (atomic_exchange(&n->name_dropped, true))
 		return -EALREADY;
-	/* From a request too: it holds no lock on the root, and any lookup
-	 * there that this waits for is answered by another worker. */
-	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, n->name, strlen(n->name));
+	if (!wait_begin || wait_begin()) {
+		drop_root_name(n->name);
+		if (wait_end)
+			wait_end();
+	}
 	return 0;
 }
 

@@ -9,9 +9,19 @@
 struct proc_event_hooks;
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
 
-/* Drops the kernel's name of the process dir n unless that was done before:
- * 0 when this call dropped it. */
-int invalidate_process_name(struct node *n);
+/* Drops the kernel's name of the process dir n (and what it holds below).
+ * Waits for the kernel's lock on the root: from the notifier only. */
+void invalidate_process_name(struct node *n);
+
+/* The same from a request that found the process gone, unless done before
+ * (-EALREADY): 0 when this call dropped it, or left it to the exit event
+ * where the request may not wait (invalidate_set_wait_guard). */
+int invalidate_found_gone(struct node *n);
+
+/* Who may wait for the kernel's directory locks while serving a request:
+ * begin says whether the calling thread may (then end follows), from the
+ * transport (transport.h). Without a guard, every thread may. */
+void invalidate_set_wait_guard(int (*begin)(void), void (*end)(void));
 
 /* Stores one zero byte of n at offset at in the kernel's cache, which grows
  * the size it holds (fs/ops/file_size.c): 0 or -errno. */
