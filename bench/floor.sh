@@ -18,60 +18,13 @@
 # Run as root: bench/floor.sh      (ROUNDS=9 COUNT=1000 to override)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/servers.sh"
 
 ROUNDS=${ROUNDS:-9}
 COUNT=${COUNT:-1000}
 INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
     true)bench/floor.sh"
-[[ $EUID -eq 0 ]] || { echo "floor.sh: must run as root" >&2; exit 1; }
-URING_PARAM=/sys/module/fuse/parameters/enable_uring
-[[ -w $URING_PARAM ]] || { echo "floor.sh: no $URING_PARAM (a kernel without CONFIG_FUSE_IO_URING?)" >&2; exit 1; }
-need=()
-for pkg in libfuse3-dev liburing-dev pkg-config; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
-if ((${#need[@]})); then
-	apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
-fi
-
-# A scratch root of its own, apart from the /tmp/procfast-* trees whose cleanups
-# unmount by pattern: none of them meets these mounts, nor this one theirs.
-rmdir "$WORK"
-mkdir -p /tmp/floor-work
-WORK=$(mktemp -d /tmp/floor-work/run.XXXXXX)
-
-MOUNTS=()
-SERVERS=()
-URING_OLD=
-PROCFAST_BIN=
-stop_server() { # PID: SIGTERM (it unmounts itself), SIGKILL after 2 s
-	kill -TERM "$1" 2>/dev/null || return 0
-	for _ in $(seq 40); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
-# procfast's processes of this run: those running this run's binary.
-procfast_pids() {
-	local p
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == "$PROCFAST_BIN"* ]] && echo "${p#/proc/}"
-	done
-	return 0
-}
-cleanup() { # every step, whatever the one before did
-	set +e
-	for p in "${SERVERS[@]}"; do stop_server "$p"; done
-	unmount_all "${MOUNTS[@]}"
-	# procfast ends by itself once unmounted, within a second or two here.
-	if [[ -n ${PROCFAST_BIN:-} ]]; then
-		for _ in $(seq 100); do [[ -z $(procfast_pids) ]] && break; sleep 0.1; done
-		for p in $(procfast_pids); do kill -KILL "$p"; done 2>/dev/null
-	fi
-	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
-	[[ -n $URING_OLD ]] && echo "$URING_OLD" >"$URING_PARAM"
-	rm -rf "$WORK"
-	rmdir /tmp/floor-work 2>/dev/null
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+servers_setup floor libfuse3-dev liburing-dev pkg-config
 
 # Builds: procfast Release, readlat and the two floors with the same compiler flags.
 release "$ROOT" "$WORK/cur-build"
@@ -83,14 +36,8 @@ cc "${CFLAGS_FLOOR[@]}" $(pkg-config --cflags fuse3) -o "$WORK/floor_libfuse" \
 	"$ROOT/bench/floor/floor_libfuse.c" $(pkg-config --libs fuse3)
 cc "${CFLAGS_FLOOR[@]}" -I"$ROOT" -o "$WORK/floor_uring" "$ROOT/bench/floor/floor_uring.c" -luring -lpthread
 
-URING_OLD=$(cat "$URING_PARAM")
-echo Y >"$URING_PARAM"
+allow_uring
 
-wait_mounted() { # PATH PID: the mount is up, its server alive
-	for _ in $(seq 100); do mountpoint -q "$1" && return 0; kill -0 "$2" 2>/dev/null || break; sleep 0.05; done
-	echo "floor.sh: $1 did not mount" >&2
-	exit 1
-}
 start_floor() { # NAME: bench/floor/floor_NAME -f on $WORK/NAME, its stderr in $WORK/NAME.log
 	mkdir -p "$WORK/$1"
 	"$WORK/floor_$1" -f "$WORK/$1" </dev/null >/dev/null 2>"$WORK/$1.log" &

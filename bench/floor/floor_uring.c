@@ -1,5 +1,5 @@
-/* floor_uring [-f] MOUNTPOINT: the floor of a FUSE read over FUSE-over-io_uring
- * (issue 11).
+/* floor_uring [-f] [--calls PID] MOUNTPOINT: the floor of a FUSE read over
+ * FUSE-over-io_uring (issue 11).
  *
  * The same file as floor_libfuse.c (/stat, ~300 bytes from memory, direct I/O),
  * served on the raw protocol without libfuse: mount(2) on an open /dev/fuse, INIT
@@ -10,6 +10,12 @@
  * answers without waking the other vCPU. The main thread keeps reading /dev/fuse:
  * FORGET and INTERRUPT still arrive there (and anything else, should the ring fall
  * back). Needs root and `echo Y > /sys/module/fuse/parameters/enable_uring`.
+ *
+ * With --calls PID each READ also makes the system calls procfast makes for a
+ * pread by a caller in its own context (bench/syscalls.sh): capget and a
+ * readlinkat of the caller's ns/user, then a pread of /proc/PID/stat kept open,
+ * whose bytes it answers. What separates procfast from this server is then
+ * procfast's own code, not the kernel's work (bench/placement.sh).
  *
  * Stays in the foreground (-f is accepted, for libfuse's convention). On SIGTERM,
  * SIGINT or SIGHUP it unmounts and exits, printing what each transport served.
@@ -30,8 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -78,6 +86,8 @@ struct queue {
 
 static const char *mountpoint;
 static int dev_fd = -1;
+/* --calls: /proc, and the file each READ answers from (-1: the fixed text) */
+static int proc_fd = -1, source_fd = -1;
 static volatile sig_atomic_t stop_signal;
 static atomic_ulong dev_served;
 static int nr_queues;
@@ -161,11 +171,31 @@ static int do_open(struct request *r, int dir)
 	return sizeof(*o);
 }
 
+/* procfast's work for a pread by a caller in its own context: the caller's
+ * capabilities, whether its user namespace is the daemon's, the source read. */
+static int read_source(struct request *r, const struct fuse_read_in *ri)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, (int)r->in->pid };
+	struct __user_cap_data_struct caps[2];
+	char path[32], link[64];
+	size_t n = ri->size < r->out_cap ? ri->size : r->out_cap;
+	ssize_t got;
+
+	syscall(SYS_capget, &h, caps);
+	snprintf(path, sizeof(path), "%u/ns/user", r->in->pid);
+	if (readlinkat(proc_fd, path, link, sizeof(link)) < 0)
+		return -errno;
+	got = pread(source_fd, r->out, n, (off_t)ri->offset);
+	return got < 0 ? -errno : (int)got;
+}
+
 static int do_read(struct request *r)
 {
 	const struct fuse_read_in *ri = r->arg;
 	size_t len = sizeof(text) - 1, n;
 
+	if (source_fd >= 0)
+		return read_source(r, ri);
 	if (ri->offset >= len)
 		return 0;
 	n = len - ri->offset;
@@ -600,8 +630,18 @@ int main(int argc, char **argv)
 
 	if (i < argc && !strcmp(argv[i], "-f"))
 		i++;
+	if (i + 1 < argc && !strcmp(argv[i], "--calls")) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%s/stat", argv[i + 1]);
+		proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		source_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (proc_fd < 0 || source_fd < 0)
+			die(path, errno);
+		i += 2;
+	}
 	if (argc != i + 1) {
-		fprintf(stderr, "usage: %s [-f] MOUNTPOINT\n", argv[0]);
+		fprintf(stderr, "usage: %s [-f] [--calls PID] MOUNTPOINT\n", argv[0]);
 		return 2;
 	}
 	mountpoint = argv[i];
