@@ -162,12 +162,13 @@ table_head() { # FIRST COLUMN...: FIRST, the reader, then the COLUMNs of each se
 	done
 	printf '%s\n%s' "$head" "$sep"
 }
-read_cells() { # SETTING TARGET PIN: median, share moved, stayed, moved
-	local k="$1|read|$2|$3" moved movedt
-	moved=$(med "${MOVED[$k]}")
-	movedt=$(med "${MOVEDT[$k]}")
-	printf ' **%s** | %s | %s | %s |' "$(ns_us "$(med "${SAMPLES[$k]}")")" \
-		"$(awk -v m="$moved" -v c="$COUNT" 'BEGIN {printf "%.0f%%", 100 * m / c}')" \
+share() { awk -v m="$1" -v c="$COUNT" 'BEGIN {printf "%.0f%%", 100 * m / c}'; }
+read_cells() { # SETTING TARGET PIN: median, share moved (median, most), stayed, moved
+	local k="$1|read|$2|$3" most movedt
+	most=$(tr ' ' '\n' <<<"${MOVED[$k]}" | grep . | sort -n | tail -1)
+	movedt=$(med "$(tr ' ' '\n' <<<"${MOVEDT[$k]}" | { grep -v '^0$' || true; } | tr '\n' ' ')")
+	printf ' **%s** | %s (%s) | %s | %s |' "$(ns_us "$(med "${SAMPLES[$k]}")")" \
+		"$(share "$(med "${MOVED[$k]}")")" "$(share "$most")" \
 		"$(ns_us "$(med "${STAYED[$k]}")")" "$(if ((movedt)); then ns_us "$movedt"; else echo –; fi)"
 }
 tool_cells() { # SETTING TOOL PIN: /proc, procfast, their ratio
@@ -196,8 +197,10 @@ section="<!-- placement:begin -->
 $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo '?'), load $LOAD_BEFORE → $LOAD_AFTER;
 procfast: a Release build of this tree ($(git -C "$ROOT" rev-parse --short HEAD)), \`-o uring=on\`.
 Medians over $ROUNDS rounds of each round's median of $COUNT preads (\`bench/readlat.c\`
-\"moves\"); \"moved\" is the median share of reads that ended on another CPU than they
-began on, \"stayed\" and \"moved reads\" the medians of each kind. Tools: wall time of
+\"moves\"); \"moved\" is the median share over the rounds of reads that ended on another
+CPU than they began on (in brackets, the round with most), \"stayed\" and \"moved
+reads\" the medians of each kind (of the rounds' medians; moved reads over the rounds that
+had any). Tools: wall time of
 \`unshare -m\` + bind + the tool, arms rotated, medians of $ROUNDS.
 
 $reads

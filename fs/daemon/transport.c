@@ -174,6 +174,7 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 {
 	static const struct fuse_custom_io io = { .read = transport_read,
 						  .writev = transport_writev };
+	int allowed = uring_allowed();
 
 	/* A server that was executed has buffers of its own, not its
 	 * predecessor's: the requests a dead one had taken would wait for ever. */
@@ -185,9 +186,9 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 		snprintf(described, sizeof(described), "/dev/fuse (uring=auto: a handed-over mount)");
 	else if (m == URING_OFF)
 		snprintf(described, sizeof(described), "/dev/fuse (uring=off)");
-	else if (uring_allowed() <= 0)
+	else if (allowed <= 0)
 		snprintf(described, sizeof(described), "/dev/fuse (io_uring not allowed: %s)",
-			 uring_allowed() < 0 ? "not in this kernel" : URING_PARAM " is N");
+			 allowed < 0 ? "not in this kernel" : URING_PARAM " is N");
 	else if (!resumed)
 		snprintf(described, sizeof(described), "io_uring once INIT accepts it");
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se)) ? -1 : 0;
