@@ -54,7 +54,6 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static __thread struct ring_entry *serving;
 static __thread struct ring_thread *self;
-static unsigned threads_per_queue;
 static atomic_uint *waiting; /* per queue: its threads waiting for the kernel */
 
 unsigned uring_queue_count(void)
@@ -423,11 +422,15 @@ int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpo
 		return -EINVAL;
 	session = se;
 	dev_fd = fuse_session_fd(se);
-	threads_per_queue = per_queue;
 	threads = calloc((size_t)nq * per_queue, sizeof(*threads));
 	waiting = calloc(nq, sizeof(*waiting));
-	if (!threads || !waiting)
+	if (!threads || !waiting) {
+		free(threads);
+		free(waiting);
+		threads = NULL;
+		waiting = NULL;
 		return -ENOMEM;
+	}
 	for (unsigned q = 0; q < nq; q++)
 		for (unsigned i = 0; i < per_queue; i++) {
 			struct ring_thread *t = &threads[nthreads];
@@ -459,7 +462,8 @@ int uring_begin_wait(void)
 {
 	if (!self)
 		return 1;
-	if (atomic_fetch_add(&waiting[self->qid], 1) + 1 < threads_per_queue)
+	if (atomic_fetch_add(&waiting[self->qid], 1) + 1 <
+	    uring_slots_per_queue() / URING_ENTRIES_PER_THREAD)
 		return 1;
 	atomic_fetch_sub(&waiting[self->qid], 1);
 	return 0;

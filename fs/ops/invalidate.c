@@ -54,7 +54,8 @@ static void drop_root_name(const char *name)
 	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
 }
 
-void invalidate_process_name(struct node *n)
+/* What the exit event does, from the notifier: it may wait. */
+static void drop_process_name(struct node *n)
 {
 	atomic_store(&n->name_dropped, true);
 	drop_root_name(n->name);
@@ -109,7 +110,7 @@ static void on_leader_exited(pid_t tgid)
 
 	if (!n)
 		return;
-	invalidate_process_name(n);
+	drop_process_name(n);
 	drop_held_names(tgid);
 	node_forget(n, 1);
 }

@@ -9,13 +9,10 @@
 struct proc_event_hooks;
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
 
-/* Drops the kernel's name of the process dir n (and what it holds below).
- * Waits for the kernel's lock on the root: from the notifier only. */
-void invalidate_process_name(struct node *n);
-
-/* The same from a request that found the process gone, unless done before
- * (-EALREADY): 0 when this call dropped it, or left it to the exit event
- * where the request may not wait (invalidate_set_wait_guard). */
+/* From a request that found the process of dir n gone: drops the kernel's
+ * name of it, unless done before (-EALREADY); 0 when this call dropped it, or
+ * left it to the exit event where the request may not wait
+ * (invalidate_set_wait_guard). */
 int invalidate_found_gone(struct node *n);
 
 /* Who may wait for the kernel's directory locks while serving a request:
