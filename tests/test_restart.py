@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import BIN, Mount, Stepper, kill_tree
+from conftest import BIN, Mount, Stepper, is_ns_helper, kill_tree
 
 
 def new_server(m, old, timeout=10):
@@ -181,6 +181,82 @@ def test_a_request_held_by_a_stopped_server(mount_with):
         time.sleep(0.01)
 
 
+def drain_kernel_log():
+    """Reads what the kernel log holds unread, as syslog would: a read of kmsg then waits
+    for the next message."""
+    fd = os.open("/proc/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while os.read(fd, 1 << 16):
+            pass
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_kmsg(path, result):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            result["data"] = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        result["errno"] = e.errno
+
+
+def waits_in_kernel_log(pid):
+    """Whether a thread of pid waits in a read of the kernel log: a request it took."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                if f.read() == "syslog_print":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def killed_with_a_request_taken(path, server):
+    """Kills server while it serves a read of path/kmsg, which waits in the kernel log
+    until a message comes: the read's outcome, once it ended. A message the kernel logs
+    meanwhile ends the read first; then the log is drained and it is made again."""
+    result = {}
+    for _ in range(50):
+        drain_kernel_log()
+        t = threading.Thread(target=read_kmsg, args=(os.path.join(path, "kmsg"), result))
+        t.start()
+        deadline = time.time() + 20
+        while t.is_alive() and not waits_in_kernel_log(server):
+            assert time.time() < deadline, "the read never reached the server"
+            time.sleep(0.01)
+        if t.is_alive():
+            break
+        t.join()
+        result.clear()
+    os.kill(server, signal.SIGKILL)
+    t.join(20)
+    assert not t.is_alive(), "the read never ended"
+    return result
+
+
+def test_a_request_a_killed_server_had_taken_ends_with_econnaborted(mount_with):
+    """A request the server took and never answered: the server is killed, and the request
+    ends with ECONNABORTED, as any FUSE server's death ends it, not hanging for ever;
+    the next server serves. Over io_uring the kernel keeps it in the ring entry the
+    dead server took it from, and the next server finds it in the buffers they share
+    and ends it (fs/daemon/uring.c)."""
+    m = mount_with()
+    server = m.server_pid()
+    uring = m.over_uring()
+    assert killed_with_a_request_taken(m.path, server) == {"errno": errno.ECONNABORTED}
+    new_server(m, server)
+    again = {}
+    read_own_stat(m, again)
+    assert again == {"pid": str(os.getpid())}, again
+    assert ("taken by a server that died" in m.output()) == uring, m.output()
+
+
 def test_handles_from_before_answer_estale_and_new_opens_work(mount_with):
     m = mount_with()
     server = m.server_pid()
@@ -332,6 +408,52 @@ def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
         kill_tree(p)
         m.close()
 
+
+
+def running(pid):
+    """Neither gone nor a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
+    """A daemon started in the background (no -f) upgrades under its pid too: the new
+    binary does not go to the background again, which would fork."""
+    exe, path = tmp_path / "procfast", tmp_path / "mnt"
+    path.mkdir()
+    subprocess.run(["cp", BIN, str(exe)], check=True)
+    r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    try:
+        out = subprocess.run(["pgrep", "-f", "^%s %s$" % (exe, path)], capture_output=True,
+                             text=True).stdout.split()
+        pids = [int(p) for p in out if not is_ns_helper(int(p))]
+        supervisor = [p for p in pids if os.getppid() != p and
+                      int(open("/proc/%d/stat" % p).read().split(") ")[1].split()[1]) not in pids]
+        assert len(supervisor) == 1, pids
+        subprocess.run(["cp", BIN, str(exe) + ".new"], check=True)
+        os.rename(str(exe) + ".new", str(exe))
+        new_inode = os.stat(str(exe)).st_ino
+        os.kill(supervisor[0], signal.SIGHUP)
+        deadline = time.time() + 10
+        while os.stat("/proc/%d/exe" % supervisor[0]).st_ino != new_inode:
+            assert time.time() < deadline, "supervisor not upgraded under its pid"
+            time.sleep(0.05)
+        with open(os.path.join(str(path), "self", "stat")) as f:
+            assert f.read().split()[0] == str(os.getpid())
+        # served, so the upgraded supervisor is set up: by then a fork would have left
+        with open("/proc/%d/task/%d/children" % (supervisor[0], supervisor[0])) as f:
+            assert [int(p) for p in f.read().split() if not is_ns_helper(int(p))], \
+                "the supervisor's pid serves nothing after the upgrade"
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+    deadline = time.time() + 10
+    while any(running(p) for p in pids):
+        assert time.time() < deadline, "daemon still running after unmount"
+        time.sleep(0.05)
 
 
 def test_mounts_on_names_beside_the_pids_stay(mount_with, tmp_path):

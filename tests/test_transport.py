@@ -2,7 +2,9 @@
 allows it and -o uring= asks for it, /dev/fuse otherwise. What serves is read from the
 server itself: its io_uring instances are fds of its own (anon_inode:[io_uring]), and
 a request through the mount must then be answered by one of its ring threads."""
+import errno
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -10,7 +12,8 @@ import time
 import pytest
 
 from conftest import BIN, Mount, is_ns_helper
-from test_join import children, cmdline, daemon  # noqa: F401 (the fixture)
+from test_join import children, cmdline, daemon, wait_for  # noqa: F401 (the fixture)
+from test_restart import killed_with_a_request_taken
 
 PARAM = "/sys/module/fuse/parameters/enable_uring"
 pytestmark = pytest.mark.skipif(not os.path.exists(PARAM),
@@ -156,19 +159,56 @@ def uring_allowed(allowed):
     allowed(True)
 
 
-def test_handed_over_mount_keeps_dev_fuse(uring_allowed, daemon):  # noqa: F811
-    """A handed-over mount's servers are executed, so none could take back what a dead one
-    left in its buffers: uring=auto serves it through /dev/fuse, the daemon's own mount
-    over io_uring."""
-    h = daemon.hand_over()
+def own_server(daemon):  # noqa: F811
+    own = [p for p in children(daemon.proc.pid) if cmdline(p)[-2:] == [daemon.path.encode(), b""]
+           and not is_ns_helper(p)]
+    assert len(own) == 1, own
+    return own[0]
+
+
+def ring_buffers_held(daemon):  # noqa: F811
+    """The memfds of ring buffers the supervisor holds, by inode."""
+    fds = "/proc/%d/fd" % daemon.proc.pid
+    return [os.stat(os.path.join(fds, fd)).st_ino for fd in os.listdir(fds)
+            if os.readlink(os.path.join(fds, fd)).startswith("/memfd:procfast-rings")]
+
+
+@pytest.mark.parametrize("option", ["uring=auto", "uring=on"])
+def test_handed_over_mount_serves_over_io_uring(uring_allowed, daemon, option):  # noqa: F811
+    """A handed-over mount's servers are executed, not forked: the supervisor holds a memfd
+    of ring buffers for each such mount, and each of its servers maps it where the first
+    did, so a server after a dead one ends what that one took (ECONNABORTED) instead of
+    leaving it to wait for ever, on a mount served over io_uring. So too after an
+    upgrade, which hands the memfd on to the new supervisor."""
+    h = daemon.hand_over([option])
     assert h.result.returncode == 0, h.result.stderr
     with open(os.path.join(h.path, str(os.getpid()), "comm")) as f:
         assert f.read() == open("/proc/self/comm").read()
-    own = [p for p in children(daemon.proc.pid) if cmdline(p)[-2:] == [daemon.path.encode(), b""]
-           and not is_ns_helper(p)]
-    assert len(own) == 1 and own[0] != h.server(), own
-    assert rings(h.server()) == 0
-    assert rings(own[0]) == 4 * possible_cpus(), daemon.output()
+    assert own_server(daemon) != h.server()
+    # the rings start once INIT is answered, and the first server then says so
+    wait_for(lambda: daemon.output().count("serving through io_uring") == 2, 20,
+             "the handed-over mount's rings:\n" + daemon.output())
+    assert rings(h.server()) == 4 * possible_cpus(), daemon.output()
+    assert rings(own_server(daemon)) == 4 * possible_cpus(), daemon.output()
+    held = ring_buffers_held(daemon)
+    assert len(held) == 1, held
+    def served_again():  # logged once the rings serve
+        return daemon.output().count("serving again: mirroring /proc at %s " % h.path)
+
+    for step in ("killed", "upgraded, then killed"):
+        if step.startswith("upgraded"):
+            before = served_again()
+            daemon.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: served_again() > before, 20, "a server after the upgrade")
+            assert ring_buffers_held(daemon) == held, daemon.output()
+        server, before = h.server(), served_again()
+        taken = daemon.output().count("taken by a server that died")
+        assert killed_with_a_request_taken(h.path, server) == {"errno": errno.ECONNABORTED}, step
+        wait_for(lambda: served_again() > before, 20, "a new server")
+        with open(os.path.join(h.path, str(os.getpid()), "comm")) as f:
+            assert f.read() == open("/proc/self/comm").read(), step
+        assert rings(h.server()) == 4 * possible_cpus(), daemon.output()
+        assert daemon.output().count("taken by a server that died") == taken + 1, daemon.output()
 
 
 def test_a_connection_keeps_its_rings_when_io_uring_is_disallowed_later(allowed, mount_with):

@@ -9,8 +9,10 @@
 #define SERVE_ENV "PROCFAST_SERVE"          /* serve only: "first" or "resumed" */
 #define PIDNS_FD_ENV "PROCFAST_PIDNS_FD"    /* pidns= as an open file */
 #define READY_FD_ENV "PROCFAST_READY_FD"    /* where to say INIT was answered */
+#define RINGS_FD_ENV "PROCFAST_RINGS_FD"    /* the memfd of the mount's ring buffers */
 #define LOG_ENV "PROCFAST_LOG"              /* "syslog" when the supervisor logs there */
 #define JOINED_FD_ENV "PROCFAST_JOINED_FD"  /* upgrade: the handed-over mounts (mount_slot.c) */
+#define JOINED_RINGS_ENV "PROCFAST_JOINED_RINGS" /* upgrade: their ring buffers' fds */
 #define CONTROL_FD_ENV "PROCFAST_CONTROL_FD" /* upgrade: the control= socket */
 
 /* Leaves fd open across execve, named in the environment as name. 0, or -1

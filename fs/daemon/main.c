@@ -321,11 +321,11 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	enum supervisor_role role = SERVE_FIRST, serve_only;
 	char resume_path[32] = "";
-	int resume_fd = -1, control = -1, nsfd = -1, r;
+	int resume_fd = -1, control = -1, nsfd = -1, rings_fd = -1, r;
 	struct options o;
 	int ret = 1;
 
-	serve_only = supervisor_serve_role(&nsfd);
+	serve_only = supervisor_serve_role(&nsfd, &rings_fd);
 	/* Before any thread or child: every process of the daemon inherits it. */
 	if ((r = privileges_drop_keyrings()) && r != -ENOSYS)
 		log_warn("cannot leave the session keyring: %s", strerror(-r));
@@ -393,7 +393,8 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	log_set_debug(cmd.debug);
-	if (fuse_daemonize(cmd.foreground))
+	/* An upgrade is in the background already, and keeps its pid. */
+	if (fuse_daemonize(cmd.foreground || resume_fd >= 0))
 		goto out_unmount;
 	/* Mounted and no thread started yet (capabilities are per thread): from
 	 * here on, supervisor and servers keep only what serving needs. */
@@ -402,7 +403,9 @@ int main(int argc, char *argv[])
 	if (!cmd.foreground)
 		log_to_syslog();
 	/* before the servers are forked: they share the rings' buffers */
-	transport_reserve(o.uring_mode, o.uring_threads);
+	transport_reserve(o.uring_mode, o.uring_threads, rings_fd);
+	if (rings_fd >= 0) /* mapped, or not to be: the supervisor holds it */
+		close(rings_fd);
 	if (serve_only != SUPERVISOR_DONE)
 		role = serve_only;
 	else if (!o.no_restart)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fs/cleanup.h"
@@ -20,7 +21,7 @@ struct mount_slot *mount_slot_from_join(struct join_request *r)
 		return NULL;
 	s->join = *r;
 	s->fd = r->fuse_fd;
-	s->ready_rd = -1;
+	s->ready_rd = s->rings_fd = -1;
 	memset(r, 0, sizeof(*r));
 	r->conn = r->fuse_fd = r->nsfd = -1;
 	return s;
@@ -34,6 +35,8 @@ void mount_slot_free(struct mount_slot *s, int err)
 	s->join.conn = -1;
 	if (s->ready_rd >= 0)
 		close(s->ready_rd);
+	if (s->rings_fd >= 0)
+		close(s->rings_fd);
 	join_request_free(&s->join);
 	free(s);
 }
@@ -45,6 +48,7 @@ static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 	if (self_exe(exe, sizeof(exe)) || exec_env_pass_fd(RESUME_ENV, s->fd) ||
 	    (s->join.nsfd >= 0 && exec_env_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
+	    (s->rings_fd >= 0 && exec_env_pass_fd(RINGS_FD_ENV, s->rings_fd)) ||
 	    (ready_wr >= 0 && exec_env_pass_fd(READY_FD_ENV, ready_wr)) ||
 	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
 	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
@@ -85,7 +89,14 @@ pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr)
 pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
 {
 	int ready_wr = -1;
-	pid_t pid = mount_slot_fork(s, &ready_wr);
+	pid_t pid;
+
+	/* Held here for the life of the mount, so that a server after a dead
+	 * one maps what the kernel wrote for that one (uring_slots.h). Without
+	 * it (no memory) the server has buffers of its own. */
+	if (s->rings_fd < 0 && (s->rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
+		log_warn("ring buffers for %s: %s", s->join.mountpoint, strerror(errno));
+	pid = mount_slot_fork(s, &ready_wr);
 
 	if (pid == 0)
 		exec_server(s, ready_wr, old);

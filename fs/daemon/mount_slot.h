@@ -17,6 +17,7 @@ struct mount_slot {
 	pid_t server;       /* its server, 0 while none runs */
 	int ready;          /* a server answered INIT: the next one resumes */
 	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
+	int rings_fd;       /* handed over: the memfd its servers' ring buffers are in, or -1 */
 	time_t deaths[SLOT_MAX_DEATHS];
 	int next_death;
 	struct join_request join; /* handed over: how (fuse_fd is fd), else empty */
@@ -35,12 +36,16 @@ pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr);
 
 /* Starts a server for a handed-over slot: fork, then execute our binary
  * with the slot's command line, told by the environment to serve that
- * session fd (supervisor_serve_role). old: the signal mask servers run with. */
+ * session fd (supervisor_serve_role), with the slot's ring buffers (made
+ * for its first server). old: the signal mask servers run with. */
 pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old);
 
 /* Handed-over slots across an upgrade's execve (slot_table.c): written to a
- * memfd, their fds left open; the memfd, or -errno. */
+ * memfd, their fds left open; the memfd, or -errno. mount_slot_keep_fds
+ * makes the fds of s close-on-exec again (after an upgrade, or one that
+ * failed). */
 int mount_slots_save(struct mount_slot **slots, size_t n);
+void mount_slot_keep_fds(struct mount_slot *s);
 /* In the new supervisor: appends the saved slots (from the memfd named in
  * the environment, if any) to *slots; -errno. */
 int mount_slots_restore(struct mount_slot ***slots, size_t *n);

@@ -1,7 +1,9 @@
 /* The handed-over mounts across an upgrade: the supervisor writes them to a
  * memfd before it executes the new binary, which reads them back. Each slot
  * is: session fd, pidns= fd, ready, mount point, argc, then the arguments,
- * each NUL-terminated; the fds stay open across the execve. */
+ * each NUL-terminated; the fds stay open across the execve. The slots' ring
+ * buffers (mount_slot.h) are named apart, in the environment, so that a
+ * procfast of either side of that change reads the table of the other. */
 #include "fs/daemon/mount_slot.h"
 
 #include <errno.h>
@@ -49,6 +51,23 @@ int slot_table_write(int mfd, const struct mount_slot *s)
 	return 0;
 }
 
+/* The slots' ring buffer fds, in their order, -1 for none: "3 -1 7". */
+static int save_rings(struct mount_slot **slots, size_t n)
+{
+	__do_free char *list = malloc(n * 12 + 1);
+	size_t at = 0;
+
+	if (!list)
+		return -ENOMEM;
+	list[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		at += (size_t)sprintf(list + at, "%s%d", i ? " " : "", slots[i]->rings_fd);
+		if (slots[i]->rings_fd >= 0 && fcntl(slots[i]->rings_fd, F_SETFD, 0))
+			return -errno;
+	}
+	return setenv(JOINED_RINGS_ENV, list, 1) ? -errno : 0;
+}
+
 int mount_slots_save(struct mount_slot **slots, size_t n)
 {
 	__do_close int mfd = memfd_create("procfast-slots", 0);
@@ -64,9 +83,18 @@ int mount_slots_save(struct mount_slot **slots, size_t n)
 		if (fcntl(s->fd, F_SETFD, 0) || (s->join.nsfd >= 0 && fcntl(s->join.nsfd, F_SETFD, 0)))
 			return -errno;
 	}
-	if (lseek(mfd, 0, SEEK_SET))
-		return -errno;
+	if (lseek(mfd, 0, SEEK_SET) || (r = save_rings(slots, n)))
+		return r ? r : -errno;
 	return move_fd(&mfd);
+}
+
+void mount_slot_keep_fds(struct mount_slot *s)
+{
+	fcntl(s->fd, F_SETFD, FD_CLOEXEC);
+	if (s->join.nsfd >= 0)
+		fcntl(s->join.nsfd, F_SETFD, FD_CLOEXEC);
+	if (s->rings_fd >= 0)
+		fcntl(s->rings_fd, F_SETFD, FD_CLOEXEC);
 }
 
 /* The next NUL-terminated field of [*p, end), or NULL. */
@@ -103,7 +131,7 @@ static struct mount_slot *restore_one(char **p, char *end)
 
 	if (!s)
 		return NULL;
-	s->ready_rd = -1;
+	s->ready_rd = s->rings_fd = -1;
 	s->join.conn = -1;
 	if (number(p, end, &s->fd) || number(p, end, &s->join.nsfd) || number(p, end, &s->ready) ||
 	    s->fd < 0)
@@ -169,8 +197,26 @@ int slot_table_parse(char *buf, size_t len, struct mount_slot ***slots, size_t *
 
 void slot_table_forget(struct mount_slot *s)
 {
-	s->fd = s->join.fuse_fd = s->join.nsfd = -1;
+	s->fd = s->join.fuse_fd = s->join.nsfd = s->rings_fd = -1;
 	mount_slot_free(s, 0);
+}
+
+/* The ring buffers save_rings named, given to the slots in order. From a
+ * procfast before them there are none: each slot then gets its own for its
+ * next server (mount_slot_exec_server). */
+static void restore_rings(struct mount_slot **slots, size_t n)
+{
+	const char *v = getenv(JOINED_RINGS_ENV);
+	char *end;
+
+	for (size_t i = 0; v && i < n; i++, v = end) {
+		long fd = strtol(v, &end, 10);
+
+		if (end == v || fd < -1 || fd > INT_MAX)
+			break;
+		slots[i]->rings_fd = (int)fd;
+	}
+	unsetenv(JOINED_RINGS_ENV);
 }
 
 int mount_slots_restore(struct mount_slot ***slots, size_t *n)
@@ -187,10 +233,8 @@ int mount_slots_restore(struct mount_slot ***slots, size_t *n)
 	if (!(buf = read_whole(mfd, &len)))
 		return len ? -EINVAL : 0;
 	r = slot_table_parse(buf, len, slots, n);
-	for (size_t i = first; i < *n; i++) {
-		fcntl((*slots)[i]->fd, F_SETFD, FD_CLOEXEC);
-		if ((*slots)[i]->join.nsfd >= 0)
-			fcntl((*slots)[i]->join.nsfd, F_SETFD, FD_CLOEXEC);
-	}
+	restore_rings(*slots + first, *n - first);
+	for (size_t i = first; i < *n; i++)
+		mount_slot_keep_fds((*slots)[i]);
 	return r;
 }

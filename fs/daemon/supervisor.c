@@ -96,7 +96,7 @@ int supervisor_resume_fd(void)
 	return exec_env_take_fd(RESUME_ENV);
 }
 
-enum supervisor_role supervisor_serve_role(int *pidns_fd)
+enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd)
 {
 	const char *v = getenv(SERVE_ENV);
 	enum supervisor_role role = !v ? SUPERVISOR_DONE
@@ -104,6 +104,7 @@ enum supervisor_role supervisor_serve_role(int *pidns_fd)
 
 	unsetenv(SERVE_ENV);
 	*pidns_fd = exec_env_take_fd(PIDNS_FD_ENV);
+	*rings_fd = exec_env_take_fd(RINGS_FD_ENV);
 	ready_fd = exec_env_take_fd(READY_FD_ENV);
 	if (getenv(LOG_ENV))
 		log_to_syslog();
@@ -131,13 +132,11 @@ static void keep_fds(int saved)
 {
 	unsetenv(RESUME_ENV);
 	unsetenv(JOINED_FD_ENV);
+	unsetenv(JOINED_RINGS_ENV);
 	unsetenv(CONTROL_FD_ENV);
 	close(saved);
-	for (size_t i = 0; i < nslots; i++) {
-		fcntl(slots[i]->fd, F_SETFD, FD_CLOEXEC);
-		if (slots[i]->join.nsfd >= 0)
-			fcntl(slots[i]->join.nsfd, F_SETFD, FD_CLOEXEC);
-	}
+	for (size_t i = 0; i < nslots; i++)
+		mount_slot_keep_fds(slots[i]);
 	if (control_fd >= 0)
 		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
 }
@@ -414,7 +413,7 @@ static int supervisor_init(int fd, int resumed, int control, const sigset_t *set
 	nslots = 1;
 	slots[0]->fd = fd;
 	slots[0]->ready = resumed;
-	slots[0]->ready_rd = -1;
+	slots[0]->ready_rd = slots[0]->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
 	control_fd = control >= 0 ? control : exec_env_take_fd(CONTROL_FD_ENV);
 	return mount_slots_restore(&slots, &nslots);

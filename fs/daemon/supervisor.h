@@ -24,9 +24,10 @@ enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int re
 int supervisor_resume_fd(void);
 
 /* In a server of a handed-over mount, executed by the supervisor: its role
- * (SUPERVISOR_DONE in any other process), and the pidns= file it was handed
- * (or -1). Also takes the INIT report fd and the log target. */
-enum supervisor_role supervisor_serve_role(int *pidns_fd);
+ * (SUPERVISOR_DONE in any other process), the pidns= file it was handed and
+ * the memfd of its mount's ring buffers (uring_slots.h), each -1 if none.
+ * Also takes the INIT report fd and the log target. */
+enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd);
 
 /* A server's INIT handler reports the connection set up. */
 void supervisor_connection_ready(void);

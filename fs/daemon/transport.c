@@ -19,6 +19,7 @@ static enum transport_mode mode;
 static struct fuse_session *session;
 static const char *mount_path;
 static unsigned per_queue = URING_THREADS_DEFAULT; /* ring threads a queue */
+static int shared; /* the buffers are a memfd every server of the mount maps */
 /* INIT's unique id from its read until its reply, and what it offered. */
 static atomic_ullong init_unique;
 static atomic_int init_offers_uring;
@@ -64,13 +65,21 @@ int transport_preflight(enum transport_mode m)
 	return -1;
 }
 
-void transport_reserve(enum transport_mode m, unsigned threads)
+void transport_reserve(enum transport_mode m, unsigned threads, int rings_fd)
 {
-	int r;
+	unsigned per = threads * URING_ENTRIES_PER_THREAD;
+	int r = 0;
 
-	if (m != URING_OFF && uring_allowed() > 0 &&
-	    (r = uring_slots_reserve(uring_queue_count(), threads * URING_ENTRIES_PER_THREAD)))
-		log_warn("io_uring buffers: %s", strerror(-r));
+	if (m == URING_OFF)
+		return;
+	/* whatever enable_uring says: a resumed server takes its rings back */
+	if (rings_fd >= 0)
+		shared = !(r = uring_slots_share(rings_fd, uring_queue_count(), per));
+	else if (uring_allowed() > 0)
+		r = uring_slots_reserve(uring_queue_count(), per);
+	if (r)
+		log_warn("io_uring buffers%s: %s", rings_fd >= 0 ? " of the mount's servers" : "",
+			 strerror(-r));
 }
 
 static void describe_rings(void)
@@ -176,14 +185,17 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 						  .writev = transport_writev };
 	int allowed = uring_allowed();
 
-	/* A server that was executed has buffers of its own, not its
-	 * predecessor's: the requests a dead one had taken would wait for ever. */
-	mode = executed && m == URING_AUTO ? URING_OFF : m;
+	/* A server that was executed without its mount's shared buffers has
+	 * buffers of its own: the requests a dead one had taken would wait for
+	 * ever, and a first one keeps to /dev/fuse. A resumed one starts its
+	 * rings all the same: the connection may use them already. */
+	mode = executed && !shared && !resumed && m == URING_AUTO ? URING_OFF : m;
 	session = se;
 	per_queue = threads;
 	mount_path = mountpoint;
 	if (mode != m)
-		snprintf(described, sizeof(described), "/dev/fuse (uring=auto: a handed-over mount)");
+		snprintf(described, sizeof(described),
+			 "/dev/fuse (uring=auto: a handed-over mount without shared buffers)");
 	else if (m == URING_OFF)
 		snprintf(described, sizeof(described), "/dev/fuse (uring=off)");
 	else if (allowed <= 0)

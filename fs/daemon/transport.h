@@ -24,15 +24,18 @@ int transport_mode_of(const char *name);
 int transport_preflight(enum transport_mode mode);
 
 /* Before the supervisor forks servers: the rings' buffers, threads entries a
- * queue, which every server of the mount then shares (uring_slots.h). */
-void transport_reserve(enum transport_mode mode, unsigned threads);
+ * queue, which every server of the mount then shares (uring_slots.h). In a
+ * server the supervisor executed for a handed-over mount, rings_fd is the
+ * memfd it holds them in for that mount's servers (else -1). */
+void transport_reserve(enum transport_mode mode, unsigned threads, int rings_fd);
 
 /* In a server, before it serves: installs the custom I/O on se, whose rings
  * will have threads threads a queue (as reserved). resumed: the
  * connection's INIT was answered by an earlier server (its rings then start
  * in transport_resume). mountpoint: where the mount is reached. executed: a
- * server the supervisor executed for a handed-over mount, which cannot share
- * the buffers of the one before: auto then means /dev/fuse. 0 or -1. */
+ * server the supervisor executed for a handed-over mount; a first one that
+ * could not map its mount's shared buffers (which a later server could not
+ * take back a dead one's requests from): auto then means /dev/fuse. 0 or -1. */
 int transport_attach(struct fuse_session *se, enum transport_mode mode, unsigned threads,
 		     const char *mountpoint, int resumed, int executed);
 

@@ -3,7 +3,9 @@
  * The kernel keeps, for each ring entry, the addresses of its header and
  * payload buffers, and writes a request there when it hands the entry one. The
  * supervisor maps these buffers before it forks servers, so every server of the
- * mount has them at the same addresses. A server that starts after one died
+ * mount has them at the same addresses. A mount handed over is served by
+ * servers the supervisor executes: it holds a memfd for them instead, which
+ * each maps at the address the first chose. A server that starts after one died
  * finds in them what the kernel had handed the dead one, and answers it
  * (uring.c): a request the dead server never took is served, one it took ends
  * with ECONNABORTED as over /dev/fuse, a reply it wrote is committed. */
@@ -37,6 +39,12 @@ enum slot_left {
 /* Maps nqueues x per_queue slots, shared with the processes forked after;
  * again in a process that has them already, nothing. 0 or -errno. */
 int uring_slots_reserve(unsigned nqueues, unsigned per_queue);
+
+/* Maps nqueues x per_queue slots from the memfd fd, which every server of the
+ * mount is handed: an empty one is sized and laid out here, one a server
+ * before laid out is mapped where that server had it. 0, or -errno: -EEXIST
+ * where something of ours is there already, -EINVAL for another shape. */
+int uring_slots_share(int fd, unsigned nqueues, unsigned per_queue);
 
 /* The slots' shape; 0 queues before uring_slots_reserve. */
 unsigned uring_slots_queues(void);
