@@ -15,6 +15,8 @@
 #   release_pair_remove      removes that worktree (for the cleanup trap)
 #   samples_median "N N ..." the median of space-separated samples
 #   ns_us N, ratio_of A B    N ns in µs (1 decimal); A / B (2 decimals)
+#   settings SCRIPT VAR=DEFAULT...  each VAR from the environment, else DEFAULT;
+#                            INVOCATION: the command that runs SCRIPT so again
 . "$(dirname "${BASH_SOURCE[0]}")/results.sh"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROCFAST=${PROCFAST:-$ROOT/build/procfast}
@@ -70,3 +72,16 @@ release_pair_remove() {
 samples_median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ns_us() { awk -v n="$1" 'BEGIN {printf "%.1f", n / 1000}'; }
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+settings() {
+	local script=$1 kv var def prefix=""
+	shift
+	for kv; do
+		var=${kv%%=*}
+		def=${kv#*=}
+		[[ -n ${!var:-} ]] || printf -v "$var" '%s' "$def"
+		[[ ${!var} == "$def" ]] || prefix+="$var=${!var} "
+	done
+	# shellcheck disable=SC2034 # read by the script that sourced this
+	INVOCATION="${prefix}bench/$script"
+}

@@ -20,10 +20,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/servers.sh"
 
-ROUNDS=${ROUNDS:-9}
-COUNT=${COUNT:-1000}
-INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
-    true)bench/floor.sh"
+settings floor.sh ROUNDS=9 COUNT=1000
 servers_setup floor libfuse3-dev liburing-dev pkg-config
 
 # Builds: procfast Release, readlat and the two floors with the same compiler flags.

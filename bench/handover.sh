@@ -17,10 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/servers.sh"
 
-ROUNDS=${ROUNDS:-9}
-COUNT=${COUNT:-2000}
-INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 2000 ]] && printf 'COUNT=%s ' "$COUNT"
-    true)bench/handover.sh"
+settings handover.sh ROUNDS=9 COUNT=2000
 servers_setup handover procps util-linux
 (($(nproc) >= 2)) || { echo "handover.sh: needs 2 CPUs or more" >&2; exit 1; }
 

@@ -26,10 +26,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/servers.sh"
 
-ROUNDS=${ROUNDS:-9}
-COUNT=${COUNT:-2000}
-INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 2000 ]] && printf 'COUNT=%s ' "$COUNT"
-    true)bench/placement.sh"
+settings placement.sh ROUNDS=9 COUNT=2000
 HALT_PARAM=/sys/module/haltpoll/parameters/guest_halt_poll_ns
 HALT_DEFAULT=200000
 HALT_OLD=

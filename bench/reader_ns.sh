@@ -14,11 +14,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-ROUNDS=${ROUNDS:-9}
-COUNT=${COUNT:-2000}
-BASE=${BASE:-855a56b}
-INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 2000 ]] && printf 'COUNT=%s ' "$COUNT"
-    [[ $BASE != 855a56b ]] && printf 'BASE=%s ' "$BASE"; true)bench/reader_ns.sh"
+settings reader_ns.sh ROUNDS=9 COUNT=2000 BASE=855a56b
 [[ $EUID -eq 0 ]] || { echo "reader_ns.sh: must run as root" >&2; exit 1; }
 
 MOUNTS=()

@@ -15,14 +15,10 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-ROUNDS=${ROUNDS:-9}
-COUNT=${COUNT:-1000}
 # main just before resources merged: the first parent of the merge that brought them
 DEFAULT_BASE=$(git -C "$(dirname "$0")" rev-parse "$(git -C "$(dirname "$0")" log --first-parent \
 	--merges --format=%H -- :/fs/res/resources.c | tail -1)^1")
-BASE=${BASE:-$DEFAULT_BASE}
-INVOCATION="$( [[ $ROUNDS != 9 ]] && printf 'ROUNDS=%s ' "$ROUNDS"; [[ $COUNT != 1000 ]] && printf 'COUNT=%s ' "$COUNT"
-    [[ $BASE != "$DEFAULT_BASE" ]] && printf 'BASE=%s ' "$BASE"; true)bench/resources.sh"
+settings resources.sh ROUNDS=9 COUNT=1000 BASE="$DEFAULT_BASE"
 [[ $EUID -eq 0 ]] || { echo "resources.sh: must run as root" >&2; exit 1; }
 command -v lxcfs >/dev/null || { echo "resources.sh: needs lxcfs (apt-get install lxcfs)" >&2; exit 1; }
 

@@ -83,8 +83,10 @@ int mount_slots_save(struct mount_slot **slots, size_t n)
 		if (fcntl(s->fd, F_SETFD, 0) || (s->join.nsfd >= 0 && fcntl(s->join.nsfd, F_SETFD, 0)))
 			return -errno;
 	}
-	if (lseek(mfd, 0, SEEK_SET) || (r = save_rings(slots, n)))
-		return r ? r : -errno;
+	if (lseek(mfd, 0, SEEK_SET))
+		return -errno;
+	if ((r = save_rings(slots, n)))
+		return r;
 	return move_fd(&mfd);
 }
 
