@@ -10,18 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache/cpulist.h"
 #include "fs/cleanup.h"
 #include "fs/daemon/uring_slots.h"
 #include "fs/log.h"
-
-struct kick {
-	unsigned qid;
-	const char *mountpoint;
-};
 
 /* The user data of the completion that tells a ring thread to stop; an
  * entry's commands carry the entry's address. */
@@ -363,37 +360,42 @@ static void *ring_main(void *arg)
 /* Requests made while no server ran wait on their queue, and the kernel
  * hands them out only as an entry of that queue commits: a GETATTR of the
  * root made from each CPU starts that. Not a lookup: a request that waits
- * may hold the root's lock, which a lookup would wait for. Detached: a kick
- * that cannot reach the mount must not keep the server from serving. */
-static void *kick(void *arg)
+ * may hold the root's lock, which a lookup would wait for. Made by processes
+ * of their own, not threads of the server: a thread waiting for an answer
+ * of its own mount (uninterruptibly, once its request was handed to a ring)
+ * would keep a server that dies first from being reaped, and the supervisor
+ * starts the next server, the one that would end that request, only then.
+ * A kicker keeps no fd of the server's: one of /dev/fuse would keep the
+ * connection from ending. */
+static _Noreturn void kick(unsigned qid, const char *mountpoint)
 {
-	struct kick *k = arg;
 	struct statx stx;
 
-	pin(k->qid);
-	statx(AT_FDCWD, k->mountpoint, AT_STATX_FORCE_SYNC, STATX_MODE, &stx);
-	free(k);
-	return NULL;
+	prctl(PR_SET_NAME, "procfast-kick");
+	pin(qid);
+	statx(AT_FDCWD, mountpoint, AT_STATX_FORCE_SYNC, STATX_MODE, &stx);
+	_exit(0);
 }
 
+/* A child forks a kicker for each queue and exits at once: nothing is left
+ * for the server to reap, and a kicker that waits long keeps nobody waiting. */
 static void kick_queues(const char *mountpoint)
 {
-	pthread_attr_t attr;
+	unsigned nq = uring_slots_queues();
+	pid_t pid = fork();
 
-	if (pthread_attr_init(&attr))
+	if (pid < 0) {
+		log_warn("cannot wake the io_uring queues: %s", strerror(errno));
 		return;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	for (unsigned q = 0; q < uring_slots_queues(); q++) {
-		struct kick *k = malloc(sizeof(*k));
-		pthread_t thread;
-
-		if (!k)
-			break;
-		*k = (struct kick){ .qid = q, .mountpoint = mountpoint };
-		if (pthread_create(&thread, &attr, kick, k))
-			free(k);
 	}
-	pthread_attr_destroy(&attr);
+	if (pid == 0) {
+		close_range(3, ~0U, 0);
+		for (unsigned q = 0; q < nq; q++)
+			if (fork() == 0)
+				kick(q, mountpoint);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
 }
 
 static unsigned wait_started(void)
