@@ -6,6 +6,7 @@ import errno
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -435,8 +436,8 @@ def running(pid):
 def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
     """A daemon started in the background (no -f) upgrades under its pid too: the new
     binary does not go to the background again, which would fork."""
-    exe, path = tmp_path / "procfast", tmp_path / "mnt"
-    path.mkdir()
+    exe = tmp_path / "procfast"
+    path = tempfile.mkdtemp(prefix="procfast-test-")  # tests/run unmounts what is left there
     subprocess.run(["cp", BIN, str(exe)], check=True)
     r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
@@ -466,10 +467,22 @@ def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
         # root (fs/daemon/uring.c), which a loaded machine runs late
         if subprocess.run(["umount", str(path)], capture_output=True).returncode:
             subprocess.run(["umount", "-l", str(path)], check=False)
-    deadline = time.time() + 30
-    while any(running(p) for p in pids):
-        assert time.time() < deadline, "daemon still running after unmount"
-        time.sleep(0.05)
+    try:
+        deadline = time.time() + 30
+        while any(running(p) for p in pids):
+            assert time.time() < deadline, "daemon still running after unmount"
+            time.sleep(0.05)
+    finally:
+        # whatever still runs our copy of the binary, and the mount if it is still
+        # there: nothing of this test outlives it
+        for p in os.listdir("/proc"):
+            try:
+                if p.isdigit() and os.readlink("/proc/%s/exe" % p).startswith(str(exe)):
+                    os.kill(int(p), signal.SIGKILL)
+            except OSError:
+                pass
+        subprocess.run(["umount", "-l", path], capture_output=True)
+        os.rmdir(path)
 
 
 def test_mounts_on_names_beside_the_pids_stay(mount_with, tmp_path):
