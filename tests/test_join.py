@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import BIN, Mount
+from test_restart import assert_ended, requests_held_when_given_up
 from test_views import Container, compare, ps_ef_rows
 
 
@@ -134,6 +135,39 @@ def test_a_view_server_killed_comes_back(daemon, containers):
     assert daemon.server_pid() == own
     assert str(os.getpid()) in os.listdir(other.path)
     assert "server %d killed by signal 9" % old in daemon.output()
+
+
+@pytest.mark.parametrize("upgraded", [False, True], ids=["", "after an upgrade"])
+def test_a_handed_over_mount_whose_servers_keep_dying_is_given_up_alone(daemon, upgraded):
+    """Five deaths within ten seconds end that mount only: the supervisor unmounts it and
+    aborts its connection, so that every request it held ends, even with the connection
+    kept up (see test_restart.py); the daemon's own mount and the others serve on. An
+    upgrade hands on what the abort needs (the connection's number)."""
+    h, other = daemon.hand_over(), daemon.hand_over()
+    assert h.result.returncode == 0, h.result.stderr
+    if upgraded:
+        before = set(children(daemon.proc.pid))
+        daemon.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(set(children(daemon.proc.pid)) - before) == 3, 10,
+                 "three new servers:\n" + daemon.output())
+    last = None
+    for _ in range(4):
+        wait_for(lambda: h.server() not in (None, last), 10, "a new server")
+        last = h.server()
+        os.kill(last, signal.SIGKILL)
+    wait_for(lambda: h.server() not in (None, last), 10, "a new server")
+    given_up = "servers keep dying: giving up the mount " + h.path
+    taken, queued = requests_held_when_given_up(
+        h.path, daemon.proc.pid, h.server(),
+        lambda: wait_for(lambda: given_up in daemon.output(), 10, "the give-up"))
+    assert_ended(taken, queued, daemon.over_uring())
+    assert not mounted(h.path)
+    # logged once the abort ended the requests
+    wait_for(lambda: "aborted FUSE connection" in daemon.output(), 10, daemon.output())
+    assert daemon.proc.poll() is None
+    assert str(os.getpid()) in os.listdir(daemon.path)
+    assert str(os.getpid()) in os.listdir(other.path)
+    daemon.exit_status = 1  # a mount it gave up: see supervisor.c
 
 
 def test_unmounting_a_handed_over_mount(daemon):

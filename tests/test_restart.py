@@ -2,6 +2,8 @@
 replaced on the same FUSE connection, and binds of the mount in other mount namespaces
 work again without ENOTCONN. What a restart costs is documented: handles opened before
 it answer ESTALE, new lookups work."""
+import contextlib
+import ctypes
 import errno
 import os
 import signal
@@ -13,6 +15,8 @@ import time
 import pytest
 
 from conftest import BIN, Mount, Stepper, is_ns_helper, kill_tree
+
+SYS_PIDFD_GETFD = 438
 
 
 def new_server(m, old, timeout=10):
@@ -232,10 +236,10 @@ def waits_in_kernel_log(pid):
     return False
 
 
-def killed_with_a_request_taken(path, server):
-    """Kills server while it serves a read of path/kmsg, which waits in the kernel log
-    until a message comes: the read's outcome, once it ended. A message the kernel logs
-    meanwhile ends the read first; then the log is drained and it is made again."""
+def reading_kmsg(path, server):
+    """A read of path/kmsg, started and waiting in server's read of the kernel log: its
+    thread and where its outcome goes. A message the kernel logs meanwhile ends the read
+    first; then the log is drained and it is made again."""
     result = {}
     for _ in range(50):
         drain_kernel_log()
@@ -246,9 +250,16 @@ def killed_with_a_request_taken(path, server):
             assert time.time() < deadline, "the read never reached the server"
             time.sleep(0.01)
         if t.is_alive():
-            break
+            return t, result
         t.join()
         result.clear()
+    raise AssertionError("the kernel log never stayed quiet")
+
+
+def killed_with_a_request_taken(path, server):
+    """Kills server while it serves a read of path/kmsg, which waits in the kernel log
+    until a message comes: the read's outcome, once it ended."""
+    t, result = reading_kmsg(path, server)
     os.kill(server, signal.SIGKILL)
     t.join(20)
     assert not t.is_alive(), "the read never ended"
@@ -346,22 +357,23 @@ def test_sigterm_to_the_supervisor_unmounts():
     m.close()
 
 
-def test_a_server_that_keeps_dying_ends_the_mount():
-    """Five deaths within ten seconds: restarting would not help; the supervisor unmounts
-    and exits 1 instead of looping."""
+def kill_servers(m, n):
+    """Kills n servers of m, each once it serves: the last one's pid."""
+    last = None
+    for _ in range(n):
+        pid = new_server(m, last)
+        os.kill(pid, signal.SIGKILL)
+        gone(pid)
+        last = pid
+    return last
+
+
+@contextlib.contextmanager
+def mount_to_give_up():
+    """A mount whose supervisor may give it up: ended, whatever the test found."""
     m = Mount()
     try:
-        last = None
-        for _ in range(5):
-            pid = new_server(m, last)
-            os.kill(pid, signal.SIGKILL)
-            gone(pid)
-            last = pid
-            if m.proc.poll() is not None:
-                break
-        assert m.proc.wait(timeout=10) == 1
-        assert "servers keep dying" in m.output()
-        assert not m._mounted()
+        yield m
     finally:
         if m.proc.poll() is None:
             m.proc.kill()
@@ -369,6 +381,113 @@ def test_a_server_that_keeps_dying_ends_the_mount():
             subprocess.run(["umount", "-l", m.path])
         os.rmdir(m.path)
         os.unlink(m.log.name)
+
+
+def test_a_server_that_keeps_dying_ends_the_mount():
+    """Five deaths within ten seconds: restarting would not help; the supervisor unmounts
+    and exits 1 instead of looping."""
+    with mount_to_give_up() as m:
+        kill_servers(m, 5)
+        assert m.proc.wait(timeout=10) == 1
+        assert "servers keep dying" in m.output()
+        assert not m._mounted()
+
+
+def session_fd_copies(pid):
+    """Copies of pid's /dev/fuse fds (pidfd_getfd): while one is open the kernel keeps
+    their connection."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    copies = []
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "/dev/fuse":
+                copy = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(fd), 0)
+                assert copy >= 0, os.strerror(ctypes.get_errno())
+                copies.append(copy)
+    finally:
+        os.close(pidfd)
+    return copies
+
+
+def pread_into(fd, result):
+    try:
+        result["data"] = os.pread(fd, 4096, 0)
+    except OSError as e:
+        result["errno"] = e.errno
+
+
+def stopped_dead(pid, timeout=10):
+    """Until pid is a zombie: dead, and not reaped by its stopped parent."""
+    deadline = time.time() + timeout
+    while open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.time() < deadline, "process %d still alive" % pid
+        time.sleep(0.01)
+
+
+def requests_held_when_given_up(path, supervisor, server, given_up):
+    """The two requests a mount holds as its supervisor gives it up: a read server took
+    before it was killed, and a read made while no server ran (the supervisor stopped,
+    so that none comes before it gives up). A copy of the supervisor's session fds keeps
+    the connection meanwhile, as the kernel kept one that used io_uring (see
+    fs/daemon/fuse_conn.c). given_up() returns once the supervisor gave the mount up.
+    The reads' outcomes, once both ended."""
+    copies, threads, handle, stopped = session_fd_copies(supervisor), [], None, False
+    try:
+        assert copies, "the supervisor holds no /dev/fuse"
+        handle = os.open(os.path.join(path, str(os.getpid()), "stat"), os.O_RDONLY)
+        taken_thread, taken = reading_kmsg(path, server)
+        threads.append(taken_thread)
+        os.kill(supervisor, signal.SIGSTOP)
+        stopped = True
+        os.kill(server, signal.SIGKILL)
+        stopped_dead(server)
+        time.sleep(0.3)  # past the few ms in which the dead rings cancel (README)
+        queued = {}
+        threads.append(threading.Thread(target=pread_into, args=(handle, queued)))
+        threads[-1].start()
+        time.sleep(0.3)
+        assert threads[-1].is_alive(), ("answered with no server", queued)
+        os.kill(supervisor, signal.SIGCONT)
+        stopped = False
+        given_up()
+        for t in threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in threads), ("still waiting", taken, queued)
+        return taken, queued
+    finally:
+        for fd in copies:  # ends the connection, whatever the test found
+            os.close(fd)
+        if stopped:
+            os.kill(supervisor, signal.SIGCONT)
+        if handle is not None:
+            try:
+                os.close(handle)  # its FLUSH meets the aborted connection
+            except OSError:
+                pass
+        for t in threads:
+            t.join(20)
+
+
+def assert_ended(taken, queued, uring):
+    """Both with ECONNABORTED, as a dead server's requests end over /dev/fuse; over
+    io_uring the kernel ends one a ring entry held with ENOTCONN at the abort."""
+    ended = (errno.ECONNABORTED, errno.ENOTCONN) if uring else (errno.ECONNABORTED,)
+    assert taken.get("errno") in ended, (taken, queued)
+    assert queued == {"errno": errno.ECONNABORTED}, (taken, queued)
+
+
+def test_a_mount_given_up_ends_every_request_it_holds():
+    """The mount given up after five deaths ends what it holds, even where its
+    connection outlives the supervisor's fds: the supervisor aborts it first."""
+    with mount_to_give_up() as m:
+        server = new_server(m, kill_servers(m, 4))
+        uring = m.over_uring()
+        taken, queued = requests_held_when_given_up(
+            m.path, m.proc.pid, server, lambda: m.proc.wait(timeout=10))
+        assert m.proc.returncode == 1, m.output()
+        assert_ended(taken, queued, uring)
+        assert "aborted FUSE connection" in m.output(), m.output()
 
 
 def test_norestart_fails_fast(mount_with):

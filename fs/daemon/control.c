@@ -80,12 +80,17 @@ int control_listen(const char *path)
 	return move_fd(&fd);
 }
 
-static int peer_is_us(int conn)
+/* Whether the sender runs as we do; *pid is its pid (0 where our pid
+ * namespace does not see it). */
+static int peer_is_us(int conn, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	return !getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return 0;
+	*pid = cred.pid;
+	return cred.uid == geteuid();
 }
 
 int control_parse_payload(char *buf, size_t len, struct join_request *r)
@@ -162,7 +167,7 @@ int control_accept(int lfd, struct join_request *r)
 	r->conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (r->conn < 0)
 		return -errno;
-	err = peer_is_us(r->conn) ? receive(r->conn, r) : -EPERM;
+	err = peer_is_us(r->conn, &r->sender) ? receive(r->conn, r) : -EPERM;
 	if (err) {
 		log_err("refused a mount handed over: %s", strerror(-err));
 		control_answer(r->conn, err);

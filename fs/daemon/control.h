@@ -3,13 +3,15 @@
 #define PROCFAST_CONTROL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A mount handed over, as the daemon received it. */
 struct join_request {
 	int conn;         /* to answer on (control_answer), or -1 */
 	int fuse_fd;      /* the mount's session fd */
 	int nsfd;         /* the pidns= file, or -1 */
-	char *mountpoint; /* absolute */
+	char *mountpoint; /* absolute, in the sender's mount namespace */
+	pid_t sender;     /* the sending process, as the socket saw it */
 	char **argv;      /* the sender's command line, NULL-terminated */
 	char *buf;        /* holds the strings */
 };

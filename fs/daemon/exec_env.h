@@ -13,6 +13,7 @@
 #define LOG_ENV "PROCFAST_LOG"              /* "syslog" when the supervisor logs there */
 #define JOINED_FD_ENV "PROCFAST_JOINED_FD"  /* upgrade: the handed-over mounts (mount_slot.c) */
 #define JOINED_RINGS_ENV "PROCFAST_JOINED_RINGS" /* upgrade: their ring buffers' fds */
+#define JOINED_CONNS_ENV "PROCFAST_JOINED_CONNS" /* upgrade: their fusectl numbers */
 #define CONTROL_FD_ENV "PROCFAST_CONTROL_FD" /* upgrade: the control= socket */
 
 /* Leaves fd open across execve, named in the environment as name. 0, or -1

@@ -18,7 +18,9 @@
 #include "cache/pidgen.h"
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
+#include "fs/cleanup.h"
 #include "fs/daemon/control.h"
+#include "fs/daemon/fuse_conn.h"
 #include "fs/daemon/options.h"
 #include "fs/daemon/privileges.h"
 #include "fs/daemon/source.h"
@@ -258,13 +260,21 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 static struct fuse_session *own_session;
 static const char *own_mountpoint;
 static int own_resumed;
+static unsigned own_conn; /* its fusectl number, to abort it (fuse_conn.h) */
 
+/* Unmounted first: libfuse leaves a mount alone once its connection is
+ * aborted. libfuse closes the session fd as it unmounts, and a copy keeps the
+ * connection, and so its number, ours until it is aborted. */
 static void unmount_own(void)
 {
+	__do_close int keep = dup(fuse_session_fd(own_session));
+
 	if (own_resumed) /* libfuse unmounts only what it mounted */
 		umount2(own_mountpoint, MNT_DETACH);
 	else
 		fuse_session_unmount(own_session);
+	if (keep >= 0)
+		fuse_conn_abort(keep, own_conn);
 }
 
 /* -o daemon=: mount, hand the mount over, and leave it to that daemon. */
@@ -386,6 +396,8 @@ int main(int argc, char *argv[])
 	own_session = se;
 	own_mountpoint = cmd.mountpoint;
 	own_resumed = resume_fd >= 0;
+	/* not a handed-over mount's server: its path may name another mount here */
+	own_conn = serve_only == SUPERVISOR_DONE ? fuse_conn_number(cmd.mountpoint) : 0;
 	/* Made once mounted, so that every way out from here removes it. */
 	if (o.control && resume_fd < 0 && (control = control_listen(o.control)) < 0) {
 		fprintf(stderr, "procfast: control=%s: %s\n", o.control,

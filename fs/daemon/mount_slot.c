@@ -11,7 +11,19 @@
 
 #include "fs/cleanup.h"
 #include "fs/daemon/exec_env.h"
+#include "fs/daemon/fuse_conn.h"
 #include "fs/log.h"
+
+/* Read while the sender waits: its mount point is in its mount namespace. */
+static unsigned sender_conn(const struct join_request *r)
+{
+	char path[PATH_MAX + 32];
+
+	if (r->sender <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)r->sender, r->mountpoint);
+	return fuse_conn_number(path);
+}
 
 struct mount_slot *mount_slot_from_join(struct join_request *r)
 {
@@ -19,6 +31,9 @@ struct mount_slot *mount_slot_from_join(struct join_request *r)
 
 	if (!s)
 		return NULL;
+	if (!(s->conn = sender_conn(r)))
+		log_warn("cannot tell the FUSE connection of %s: if given up, it is not aborted",
+			 r->mountpoint);
 	s->join = *r;
 	s->fd = r->fuse_fd;
 	s->ready_rd = s->rings_fd = -1;

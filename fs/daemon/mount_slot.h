@@ -18,6 +18,7 @@ struct mount_slot {
 	int ready;          /* a server answered INIT: the next one resumes */
 	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
 	int rings_fd;       /* handed over: the memfd its servers' ring buffers are in, or -1 */
+	unsigned conn;      /* handed over: its fusectl number (fuse_conn.h), or 0 */
 	time_t deaths[SLOT_MAX_DEATHS];
 	int next_death;
 	struct join_request join; /* handed over: how (fuse_fd is fd), else empty */

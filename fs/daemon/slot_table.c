@@ -2,8 +2,9 @@
  * memfd before it executes the new binary, which reads them back. Each slot
  * is: session fd, pidns= fd, ready, mount point, argc, then the arguments,
  * each NUL-terminated; the fds stay open across the execve. The slots' ring
- * buffers (mount_slot.h) are named apart, in the environment, so that a
- * procfast of either side of that change reads the table of the other. */
+ * buffers and fusectl numbers (mount_slot.h) are named apart, in the
+ * environment, so that a procfast of either side of those changes reads the
+ * table of the other. */
 #include "fs/daemon/mount_slot.h"
 
 #include <errno.h>
@@ -51,8 +52,9 @@ int slot_table_write(int mfd, const struct mount_slot *s)
 	return 0;
 }
 
-/* The slots' ring buffer fds, in their order, -1 for none: "3 -1 7". */
-static int save_rings(struct mount_slot **slots, size_t n)
+/* A number of each slot, in their order, as the environment's name: "3 -1 7". */
+static int save_list(const char *name, struct mount_slot **slots, size_t n,
+		     long (*of)(const struct mount_slot *))
 {
 	__do_free char *list = malloc(n * 12 + 1);
 	size_t at = 0;
@@ -60,12 +62,33 @@ static int save_rings(struct mount_slot **slots, size_t n)
 	if (!list)
 		return -ENOMEM;
 	list[0] = 0;
-	for (size_t i = 0; i < n; i++) {
-		at += (size_t)sprintf(list + at, "%s%d", i ? " " : "", slots[i]->rings_fd);
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)sprintf(list + at, "%s%ld", i ? " " : "", of(slots[i]));
+	return setenv(name, list, 1) ? -errno : 0;
+}
+
+static long rings_of(const struct mount_slot *s)
+{
+	return s->rings_fd;
+}
+
+static long conn_of(const struct mount_slot *s)
+{
+	return s->conn;
+}
+
+/* The slots' ring buffer fds (-1 for none) and fusectl numbers: apart from
+ * the table, which keeps the format of a procfast before them. */
+static int save_rings_and_conns(struct mount_slot **slots, size_t n)
+{
+	int r;
+
+	for (size_t i = 0; i < n; i++)
 		if (slots[i]->rings_fd >= 0 && fcntl(slots[i]->rings_fd, F_SETFD, 0))
 			return -errno;
-	}
-	return setenv(JOINED_RINGS_ENV, list, 1) ? -errno : 0;
+	if ((r = save_list(JOINED_RINGS_ENV, slots, n, rings_of)))
+		return r;
+	return save_list(JOINED_CONNS_ENV, slots, n, conn_of);
 }
 
 int mount_slots_save(struct mount_slot **slots, size_t n)
@@ -85,7 +108,7 @@ int mount_slots_save(struct mount_slot **slots, size_t n)
 	}
 	if (lseek(mfd, 0, SEEK_SET))
 		return -errno;
-	if ((r = save_rings(slots, n)))
+	if ((r = save_rings_and_conns(slots, n)))
 		return r;
 	return move_fd(&mfd);
 }
@@ -203,22 +226,41 @@ void slot_table_forget(struct mount_slot *s)
 	mount_slot_free(s, 0);
 }
 
-/* The ring buffers save_rings named, given to the slots in order. From a
- * procfast before them there are none: each slot then gets its own for its
- * next server (mount_slot_exec_server). */
-static void restore_rings(struct mount_slot **slots, size_t n)
+/* The numbers save_list named, in the slots' order, each given to its slot
+ * by set where within [min, max]. */
+static void restore_list(const char *name, struct mount_slot **slots, size_t n, long min,
+			 long max, void (*set)(struct mount_slot *, long))
 {
-	const char *v = getenv(JOINED_RINGS_ENV);
+	const char *v = getenv(name);
 	char *end;
 
 	for (size_t i = 0; v && i < n; i++, v = end) {
-		long fd = strtol(v, &end, 10);
+		long x = strtol(v, &end, 10);
 
-		if (end == v || fd < -1 || fd > INT_MAX)
+		if (end == v || x < min || x > max)
 			break;
-		slots[i]->rings_fd = (int)fd;
+		set(slots[i], x);
 	}
-	unsetenv(JOINED_RINGS_ENV);
+	unsetenv(name);
+}
+
+static void set_rings(struct mount_slot *s, long fd)
+{
+	s->rings_fd = (int)fd;
+}
+
+static void set_conn(struct mount_slot *s, long conn)
+{
+	s->conn = (unsigned)conn;
+}
+
+/* From a procfast before them there are none: each slot then gets ring
+ * buffers of its own for its next server (mount_slot_exec_server), and is
+ * not aborted if given up. */
+static void restore_rings_and_conns(struct mount_slot **slots, size_t n)
+{
+	restore_list(JOINED_RINGS_ENV, slots, n, -1, INT_MAX, set_rings);
+	restore_list(JOINED_CONNS_ENV, slots, n, 0, UINT_MAX, set_conn);
 }
 
 int mount_slots_restore(struct mount_slot ***slots, size_t *n)
@@ -235,7 +277,7 @@ int mount_slots_restore(struct mount_slot ***slots, size_t *n)
 	if (!(buf = read_whole(mfd, &len)))
 		return len ? -EINVAL : 0;
 	r = slot_table_parse(buf, len, slots, n);
-	restore_rings(*slots + first, *n - first);
+	restore_rings_and_conns(*slots + first, *n - first);
 	for (size_t i = first; i < *n; i++)
 		mount_slot_keep_fds((*slots)[i]);
 	return r;

@@ -22,6 +22,8 @@
  * that exits by itself (the mount went away, or it was told to stop) ends its
  * mount. Five deaths within ten seconds are taken as a fault that a restart
  * cannot mend: the supervisor unmounts that mount, and exits 1 in the end.
+ * A mount ended so is unmounted, then aborted (fuse_conn.c), so that no
+ * request it holds waits for a server that will not come.
  *
  * With -o control=SOCKET the supervisor also holds mounts that other procfast
  * processes made and handed over (control.c), each in a slot of its own
@@ -49,6 +51,7 @@
 
 #include "fs/cleanup.h"
 #include "fs/daemon/exec_env.h"
+#include "fs/daemon/fuse_conn.h"
 #include "fs/daemon/mount_slot.h"
 #include "fs/log.h"
 
@@ -133,6 +136,7 @@ static void keep_fds(int saved)
 	unsetenv(RESUME_ENV);
 	unsetenv(JOINED_FD_ENV);
 	unsetenv(JOINED_RINGS_ENV);
+	unsetenv(JOINED_CONNS_ENV);
 	unsetenv(CONTROL_FD_ENV);
 	close(saved);
 	for (size_t i = 0; i < nslots; i++)
@@ -215,18 +219,9 @@ static void describe_death(pid_t pid, int wstatus)
 		log_err("server %d exited with %d: starting another", pid, WEXITSTATUS(wstatus));
 }
 
-/* The kernel says POLLERR on the session fd once the mount is gone (unmounted,
- * or its connection aborted): nothing is left to serve. */
-static int connection_gone(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = 0 };
-
-	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
-}
-
-/* A mount is over: its own process unmounts ours; a handed-over one is
- * unmounted here where its path is ours too, else only left (its connection
- * ends with our last fd of it). */
+/* A mount is over: its own process unmounts and aborts ours; a handed-over
+ * one is unmounted here where its path is ours too, and aborted (fuse_conn.c:
+ * every request it holds ends). */
 static void end_slot(size_t i, void (*unmount_own)(void), int err)
 {
 	if (i == 0) {
@@ -235,6 +230,7 @@ static void end_slot(size_t i, void (*unmount_own)(void), int err)
 		return;
 	}
 	umount2(slots[i]->join.mountpoint, MNT_DETACH);
+	fuse_conn_abort(slots[i]->fd, slots[i]->conn);
 	drop_slot(i, err);
 }
 
@@ -280,7 +276,7 @@ static void server_ended(pid_t pid, int wstatus, void (*unmount_own)(void))
 	s = slots[i];
 	s->server = 0;
 	check_ready(s);
-	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || connection_gone(s->fd))
+	if ((WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) || fuse_conn_gone(s->fd))
 		return end_slot(i, unmount_own, -EIO);
 	if (i > 0 && !s->ready) { /* its sender is still there to be told */
 		log_err("the server for %s ended before serving it: refusing the mount",
