@@ -137,7 +137,7 @@ def test_a_view_server_killed_comes_back(daemon, containers):
     assert "server %d killed by signal 9" % old in daemon.output()
 
 
-@pytest.mark.parametrize("upgraded", [False, True], ids=["", "after an upgrade"])
+@pytest.mark.parametrize("upgraded", [False, True], ids=["at once", "after an upgrade"])
 def test_a_handed_over_mount_whose_servers_keep_dying_is_given_up_alone(daemon, upgraded):
     """Five deaths within ten seconds end that mount only: the supervisor unmounts it and
     aborts its connection, so that every request it held ends, even with the connection

@@ -53,15 +53,19 @@ void fuse_conn_abort(int fd, unsigned conn)
 {
 	char path[64];
 	__do_close int a = -1;
+	int err;
 
 	if (!conn)
 		return;
 	snprintf(path, sizeof(path), FUSECTL "/%u/abort", conn);
 	a = open(path, O_WRONLY | O_CLOEXEC);
+	err = a < 0 ? errno : 0;
 	if (fuse_conn_gone(fd))
 		return;
-	if (a < 0 || write(a, "1", 1) != 1)
-		log_warn("cannot abort FUSE connection %u: %s", conn, strerror(errno));
+	if (!err && write(a, "1", 1) != 1)
+		err = errno;
+	if (err)
+		log_warn("cannot abort FUSE connection %u: %s", conn, strerror(err));
 	else
-		log_info("aborted FUSE connection %u: what it held ends with ECONNABORTED", conn);
+		log_info("aborted FUSE connection %u: every request it held ends", conn);
 }
