@@ -101,14 +101,13 @@ static int status_numbers(const char *text, const char *key, uint32_t *out, int 
 	return n;
 }
 
-int status_fsids(const char *text, uid_t *fsuid, gid_t *fsgid)
+int status_ids(const char *text, struct task_ids *ids)
 {
-	uint32_t u[4], g[4];
-
-	if (status_numbers(text, "Uid:", u, 4) != 4 || status_numbers(text, "Gid:", g, 4) != 4)
+	_Static_assert(sizeof(uid_t) == sizeof(uint32_t) && sizeof(gid_t) == sizeof(uint32_t),
+		       "ids are 32 bits");
+	if (status_numbers(text, "Uid:", (uint32_t *)ids->uid, 4) != 4 ||
+	    status_numbers(text, "Gid:", (uint32_t *)ids->gid, 4) != 4)
 		return -1;
-	*fsuid = u[3];
-	*fsgid = g[3];
 	return 0;
 }
 

@@ -26,8 +26,15 @@ pid_t status_tgid(const char *text);
  * how many, 0 when there is no such line. */
 int status_groups(const char *text, gid_t *groups, int max);
 
-/* The filesystem uid and gid (the fourth numbers of "Uid:" and "Gid:") of a
- * NUL-terminated PID/status text: 0, or -1 when either is missing. */
-int status_fsids(const char *text, uid_t *fsuid, gid_t *fsgid);
+/* A task's user and group ids, in the order of "Uid:" and "Gid:". */
+enum { IDS_REAL, IDS_EFFECTIVE, IDS_SAVED, IDS_FS };
+struct task_ids {
+	uid_t uid[4];
+	gid_t gid[4];
+};
+
+/* The "Uid:" and "Gid:" lines of a NUL-terminated PID/status text: 0, or -1
+ * when either is missing or short. */
+int status_ids(const char *text, struct task_ids *ids);
 
 #endif

@@ -8,13 +8,18 @@ mismatch only fails after it has repeated in several stable rounds.
 import collections
 import ctypes
 import errno
+import json
 import os
 import re
+import shutil
+import signal
 import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 
 import pytest
 
@@ -546,6 +551,131 @@ def test_stat_through_self_fds(mnt):
         s.close()
         os.close(r)
         os.close(w)
+
+
+# ------------------------------------------ link targets among many fds (issue 21)
+
+MANY_FDS = 19000  # the issue's count; within a hard RLIMIT_NOFILE of 20,000 (no CAP_SYS_RESOURCE)
+MANY_FDS_SNIPPET = r"""
+import json, os, resource, socket, sys
+n = int(sys.argv[1])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+if hard != resource.RLIM_INFINITY and hard < n + 64:
+    try:
+        hard = n + 64
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        sys.exit("RLIMIT_NOFILE: cannot open %d files" % n)
+resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64, hard))
+null = os.open("/dev/null", os.O_RDONLY)
+while os.dup(null) < n - 1000:
+    pass
+pairs = [socket.socketpair() for _ in range(500)]
+spare = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+print(json.dumps({"socks": [s.fileno() for p in pairs for s in p], "spare": spare.fileno()}),
+      flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture(scope="module")
+def many_fds():
+    """A process of MANY_FDS descriptors whose last ones (listed last) are 1,000 sockets,
+    and one more that no test stats through the mount: (pid, [socket fds], spare fd).
+    Each socket's name in fd/ is looked up once (the kernel then keeps it while the
+    process lives, entry.c), so each test stats sockets of its own."""
+    p = subprocess.Popen([sys.executable, "-c", MANY_FDS_SNIPPET, str(MANY_FDS)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        info = json.loads(p.stdout.readline())
+        yield p.pid, info["socks"], info["spare"]
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
+def _tracer_of(pid, tid):
+    try:
+        with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+            return int(f.read().split("TracerPid:")[1].split()[0])
+    except FileNotFoundError:
+        return None     # a worker that ended
+
+
+def server_calls(m, fn, calls=("readlinkat", "getdents64")):
+    """fn() run while strace -f watches every thread of m's server: how many of `calls` the
+    server made (the source operations of a scan of a directory)."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    server = m.server_pid()
+    tids = os.listdir("/proc/%d/task" % server)
+    with tempfile.NamedTemporaryFile(prefix="procfast-strace-") as out:
+        tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=" + ",".join(calls),
+                                   "-o", out.name, "-p", ",".join(tids)],
+                                  stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 20
+            while any(_tracer_of(server, t) not in (tracer.pid, None) for t in tids):
+                assert tracer.poll() is None and time.time() < deadline, "strace did not attach"
+                time.sleep(0.02)
+            fn()
+        finally:
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait(timeout=30)
+        with open(out.name) as f:
+            pattern = re.compile(r"\d+ +(%s)\(" % "|".join(calls))
+            return sum(1 for line in f if pattern.match(line))
+
+
+def test_socket_fd_target_is_one_link_not_a_scan(mnt, many_fds):
+    """stat() through PID/fd/N of a socket among 19,000 fds: the kernel reads the link, then
+    looks its text ("socket:[X]") up in PID/fd. The daemon answers with the socket's own
+    attributes by reading the one link that this thread's readlink named; a text that no
+    readlink of this thread just gave ("socket:[1]", another socket's) is ENOENT, as /proc
+    says. Neither reads the directory's 19,000 links (it did, 35 ms a lookup)."""
+    pid, socks, spare = many_fds
+    socks = socks[-8:]
+    real = "/proc/%d/fd/" % pid
+    want = {n: target_fields(real + str(n)) for n in socks}
+    other = os.readlink(real + str(spare))
+    got = {}
+
+    def stats():
+        for n in socks:
+            got[n] = outcome(target_fields, mnt.p(pid, "fd", n))
+        for name in ("socket:[1]", other):
+            got[name] = outcome(os.stat, mnt.p(pid, "fd", name))
+
+    calls = server_calls(mnt, stats)
+    # a few per request (the link, the caller's namespaces), not one per fd
+    assert calls < 1000, "%d readlinkat/getdents64 for %d lookups" % (calls, len(socks) + 2)
+    assert {n: got[n] for n in socks} == want
+    assert all(stat.S_ISSOCK(int(w["type"], 8)) for w in want.values())
+    for name in ("socket:[1]", other):
+        assert got[name] == outcome(os.stat, real + name) == ("errno", "ENOENT"), name
+
+
+def test_socket_fd_targets_from_many_threads(mnt, many_fds):
+    """Threads stat()ing different sockets of one fd/ at once (each a first lookup of its
+    text) each get their own socket's attributes: one caller's readlink never stands for,
+    nor evicts, another's."""
+    pid, socks, _ = many_fds
+    socks = socks[:-8]
+    want = {n: os.stat("/proc/%d/fd/%d" % (pid, n)).st_ino for n in socks}
+    bad = []
+
+    def loop(mine):
+        for n in mine:
+            got = outcome(lambda: os.stat(mnt.p(pid, "fd", n)).st_ino)
+            if got != want[n]:
+                bad.append((n, got))
+
+    threads = [threading.Thread(target=loop, args=(socks[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
 
 
 OPEN_SNIPPET = r"""

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,9 +27,11 @@
 #include "fs/daemon/source.h"
 #include "fs/daemon/supervisor.h"
 #include "fs/daemon/transport.h"
+#include "fs/daemon/uring.h"
 #include "fs/log.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/fair.h"
 #include "fs/ops/invalidate.h"
 #include "fs/ops/name_class.h"
 #include "fs/ops/ns_helper.h"
@@ -120,6 +123,12 @@ static int setup(const struct options *o)
 }
 
 #define IDLE_WORKERS 4
+/* libfuse's workers when -o max_threads= is not given, rather than libfuse's
+ * 10: a uid may have half of them busy (fs/ops/fair.h), and half of 10 is
+ * refused to one user's few readers at once (16 readers walking the mount
+ * made 22 requests in 100,000 fail with EAGAIN); they start only as
+ * requests wait, and all but IDLE_WORKERS end once idle. */
+#define WORKERS_DEFAULT 32
 
 /* Mounting procfast again on its own mount point would stack a second
  * daemon on top of the first: refuse, as a busy mount point. */
@@ -180,8 +189,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 	 * daemon shrinks back after a burst (UINT_MAX: the option not given). */
 	fuse_loop_cfg_set_idle_threads(cfg, cmd->max_idle_threads != UINT_MAX ? cmd->max_idle_threads
 									       : IDLE_WORKERS);
-	if (cmd->max_threads && cmd->max_threads <= 100000) /* else libfuse's default */
-		fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
+	fuse_loop_cfg_set_max_threads(cfg, cmd->max_threads);
 	r = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return r;
@@ -201,6 +209,24 @@ static void sweep(void)
 	ns_helper_trim();
 }
 
+/* Each caller's share of the daemon's fds and threads (fs/ops/fair.h), from
+ * the fd limit it starts with and the threads that will serve. */
+static void shares_setup(const struct fuse_cmdline_opts *cmd, const struct options *o)
+{
+	struct fair_config c = { .handles_per_uid = o->max_handles_per_uid,
+				 .handles_per_container = o->max_handles_per_container,
+				 .busy_per_uid = o->max_busy_per_uid };
+	struct rlimit rl;
+
+	c.fd_limit = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ? 1024 : rl.rlim_cur;
+	c.fuse_workers = cmd->singlethread ? 1 : cmd->max_threads;
+	if (o->uring_mode != URING_OFF) {
+		c.ring_queues = uring_queue_count();
+		c.ring_threads = o->uring_threads;
+	}
+	fair_init(&c, uring_thread_queue);
+}
+
 /* One server: the process that answers requests, with all the threads. */
 static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		      const struct options *o, enum supervisor_role role, int executed)
@@ -216,6 +242,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	/* after that fork, before any worker: its sampler takes the daemon's credentials */
 	if ((r = resources_init(o->res_mode, o->cgroup_root, pf.selfproc)))
 		log_warn("resources: %s: every file is the host's", strerror(-r));
+	shares_setup(cmd, o);
 	if (fuse_set_signal_handlers(se))
 		return 1;
 	if (transport_attach(se, o->uring_mode, o->uring_threads, cmd->mountpoint,
@@ -341,6 +368,9 @@ int main(int argc, char *argv[])
 		log_warn("cannot leave the session keyring: %s", strerror(-r));
 	if (options_parse(&args, &o) || fuse_parse_cmdline(&args, &cmd))
 		goto out;
+	/* libfuse's default, or one it would not take: ours */
+	if (!o.has_max_threads || !cmd.max_threads || cmd.max_threads > 100000)
+		cmd.max_threads = WORKERS_DEFAULT;
 	if (cmd.show_help) {
 		usage(argv[0]);
 		ret = 0;

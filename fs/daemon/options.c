@@ -9,7 +9,7 @@
 #include "fs/daemon/transport.h"
 #include "fs/res/resources.h"
 
-enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT };
+enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT, KEY_MAX_THREADS };
 
 static const struct fuse_opt option_spec[] = {
 	{ "source=%s", offsetof(struct options, source), 0 },
@@ -30,8 +30,12 @@ static const struct fuse_opt option_spec[] = {
 	{ "cgroup_root=%s", offsetof(struct options, cgroup_root), 0 },
 	{ "uring=%s", offsetof(struct options, uring), 0 },
 	{ "uring_threads=%u", offsetof(struct options, uring_threads), 0 },
+	{ "max_handles_per_uid=%u", offsetof(struct options, max_handles_per_uid), 0 },
+	{ "max_handles_per_container=%u", offsetof(struct options, max_handles_per_container), 0 },
+	{ "max_busy_per_uid=%u", offsetof(struct options, max_busy_per_uid), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
+	FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("noallow_other", KEY_NO_ALLOW_OTHER),
 	/* mount(8) passes these VFS flags on and libfuse 3.14 refuses them;
@@ -65,6 +69,9 @@ static int option_key(void *data, const char *arg, int key, struct fuse_args *ou
 	case KEY_AUTO_UNMOUNT:
 		o->auto_unmount = 1;
 		return 1;
+	case KEY_MAX_THREADS:
+		o->has_max_threads = 1;
+		return 1; /* libfuse's */
 	case FUSE_OPT_KEY_OPT:
 		/* x-* options are for other programs (systemd, mount(8)) */
 		return strncmp(arg, "x-", 2) ? 1 : 0;
@@ -286,5 +293,14 @@ void options_help(void)
 	       "    -o uring=auto|on|off   FUSE over io_uring: where the kernel allows it (auto,\n"
 	       "                           the default), required (on), or never (off); allowed by\n"
 	       "                           /sys/module/fuse/parameters/enable_uring\n"
-	       "    -o uring_threads=N     threads serving each CPU's io_uring queue (default 4)\n");
+	       "    -o uring_threads=N     threads serving each CPU's io_uring queue (default 4)\n"
+	       "    -o max_handles_per_uid=N, -o max_handles_per_container=N\n"
+	       "                           open files and directories one uid, one container (user\n"
+	       "                           namespace, else pid namespace) may hold; past it, opens\n"
+	       "                           fail with EMFILE (default: a quarter of the fd limit\n"
+	       "                           less what the daemon keeps, max(256, limit/16))\n"
+	       "    -o max_busy_per_uid=N  requests of one uid served at once by the /dev/fuse\n"
+	       "                           workers (max_threads), or by one io_uring queue's\n"
+	       "                           threads; past it, EAGAIN at once (default: half of\n"
+	       "                           the workers, all but one of a queue's threads)\n");
 }

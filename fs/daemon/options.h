@@ -29,6 +29,10 @@ struct options {
 	char *uring;          /* -o uring=auto|on|off */
 	int uring_mode;       /* its enum transport_mode */
 	unsigned uring_threads; /* -o uring_threads=N: threads serving each CPU's queue */
+	unsigned max_handles_per_uid;       /* -o max_handles_per_uid=N (0: fs/ops/fair.h's default) */
+	unsigned max_handles_per_container; /* -o max_handles_per_container=N */
+	unsigned max_busy_per_uid;          /* -o max_busy_per_uid=N, of each pool of threads */
+	int has_max_threads;  /* libfuse's -o max_threads= was given (else main.c's default) */
 	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */
 	int npositional;

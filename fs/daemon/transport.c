@@ -12,6 +12,7 @@
 #include "fs/daemon/uring.h"
 #include "fs/daemon/uring_slots.h"
 #include "fs/log.h"
+#include "fs/ops/fair.h"
 
 #define URING_PARAM "/sys/module/fuse/parameters/enable_uring"
 
@@ -23,7 +24,7 @@ static int shared; /* the buffers are a memfd every server of the mount maps */
 /* INIT's unique id from its read until its reply, and what it offered. */
 static atomic_ullong init_unique;
 static atomic_int init_offers_uring;
-static char described[96] = "/dev/fuse";
+static char described[160] = "/dev/fuse";
 
 int transport_mode_of(const char *name)
 {
@@ -84,8 +85,10 @@ void transport_reserve(enum transport_mode m, unsigned threads, int rings_fd)
 
 static void describe_rings(void)
 {
-	snprintf(described, sizeof(described), "io_uring, %u queues x %u entries",
-		 uring_slots_queues(), uring_slots_per_queue());
+	snprintf(described, sizeof(described), "io_uring, %u queues x %u entries%s",
+		 uring_slots_queues(), uring_slots_per_queue(),
+		 uring_idle_is_iowait() ? "; its idle threads count as iowait (a kernel without "
+					  "IORING_ENTER_NO_IOWAIT, Linux 6.15)" : "");
 }
 
 /* uring=on and no rings: the mount ends rather than serve otherwise. */
@@ -165,6 +168,9 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 	ssize_t n;
 
 	(void)userdata;
+	/* a reply, not a notification: its thread is free for its caller's next request */
+	if (out->unique)
+		fair_replying();
 	if (uring_owns_reply(out->unique))
 		return uring_reply(iov, count);
 	if (out->unique && out->unique == atomic_load(&init_unique)) {

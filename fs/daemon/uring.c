@@ -25,6 +25,19 @@
 #define STOP_DATA 1
 /* A request as libfuse reads it: header, fixed argument, then the payload. */
 #define REQUEST_MAX (sizeof(struct fuse_in_header) + FUSE_URING_OP_IN_OUT_SZ + URING_PAYLOAD)
+/* The rings' setup: not SQPOLL, so that a ring thread submits its commits
+ * itself, in the call that waits (wait_for_requests). */
+#define RING_FLAGS IORING_SETUP_SQE128
+_Static_assert(!(RING_FLAGS & IORING_SETUP_SQPOLL), "wait_for_requests submits for the ring");
+
+/* Linux 6.15: a wait for completions that the scheduler does not count as
+ * iowait (include/uapi/linux/io_uring.h); liburing 2.3 knows neither. */
+#ifndef IORING_ENTER_NO_IOWAIT
+#define IORING_ENTER_NO_IOWAIT (1U << 7)
+#endif
+#ifndef IORING_FEAT_NO_IOWAIT
+#define IORING_FEAT_NO_IOWAIT (1U << 17)
+#endif
 
 struct ring_entry {
 	struct uring_slot *slot;
@@ -45,6 +58,7 @@ struct ring_thread {
 
 static struct fuse_session *session;
 static int dev_fd = -1;
+static atomic_int idle_is_iowait; /* set by the ring threads before they report */
 static struct ring_thread *threads;
 static unsigned nthreads;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -125,6 +139,11 @@ static void answer_error(struct ring_entry *e, uint64_t unique, int err)
 int uring_owns_reply(unsigned long long unique)
 {
 	return serving && serving->commit_id == unique;
+}
+
+int uring_thread_queue(void)
+{
+	return self ? (int)self->qid : -1;
 }
 
 ssize_t uring_reply(const struct iovec *iov, int count)
@@ -287,7 +306,32 @@ static int ring_setup(struct ring_thread *t)
 	t->request = malloc(REQUEST_MAX);
 	if (!t->request)
 		return -ENOMEM;
-	return io_uring_queue_init(2 * URING_ENTRIES_PER_THREAD, &t->ring, IORING_SETUP_SQE128);
+	return io_uring_queue_init(2 * URING_ENTRIES_PER_THREAD, &t->ring, RING_FLAGS);
+}
+
+/* io_uring_submit_and_wait(ring, 1), except that the wait is not counted as
+ * iowait where the kernel offers that. The kernel counts a task that waits
+ * in io_uring_enter with commands of its own in flight as waiting for I/O
+ * (io_uring.c, current_pending_io): each idle ring thread, whose entry waits
+ * for a request for as long as the mount is idle, would add one to
+ * procs_blocked and its CPU's idle time would show as iowait. liburing 2.3
+ * passes no flags of ours, so the submission is liburing's own
+ * (queue.c, __io_uring_flush_sq): the SQEs got since the last call are
+ * published in the ring's tail, and the call submits what the kernel has not
+ * taken yet. No SQPOLL (RING_FLAGS): nobody else takes them. */
+static int wait_for_requests(struct io_uring *ring)
+{
+	struct io_uring_sq *sq = &ring->sq;
+	unsigned tail = sq->sqe_tail;
+
+	if (!(ring->features & IORING_FEAT_NO_IOWAIT))
+		return io_uring_submit_and_wait(ring, 1);
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		io_uring_smp_store_release(sq->ktail, tail);
+	}
+	return io_uring_enter((unsigned)ring->ring_fd, tail - IO_URING_READ_ONCE(*sq->khead), 1,
+			      IORING_ENTER_GETEVENTS | IORING_ENTER_NO_IOWAIT, NULL);
 }
 
 static void report_start(struct ring_thread *t, int r)
@@ -323,7 +367,7 @@ static void serve_ring(struct ring_thread *t)
 
 	for (;;) {
 		struct io_uring_cqe *cqe;
-		int r = io_uring_submit_and_wait(&t->ring, 1);
+		int r = wait_for_requests(&t->ring);
 
 		if (r < 0 && r != -EINTR)
 			ring_failed(t, r);
@@ -347,6 +391,8 @@ static void *ring_main(void *arg)
 	self = t;
 	if (!r && (r = submit_first(t)) < 0)
 		io_uring_queue_exit(&t->ring);
+	if (!r && !(t->ring.features & IORING_FEAT_NO_IOWAIT))
+		atomic_store(&idle_is_iowait, 1); /* read once they reported (uring_start) */
 	atomic_store(&t->looping, !r);
 	report_start(t, r);
 	if (!r)
@@ -458,6 +504,11 @@ int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpo
 	if (ok && resumed && mountpoint)
 		kick_queues(mountpoint);
 	return ok ? 0 : r ? r : -EIO;
+}
+
+int uring_idle_is_iowait(void)
+{
+	return atomic_load(&idle_is_iowait);
 }
 
 int uring_begin_wait(void)

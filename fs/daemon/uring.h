@@ -34,6 +34,11 @@ unsigned uring_queue_count(void);
  * kernel then keeps serving through /dev/fuse). */
 int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpoint, int resumed);
 
+/* After uring_start: 1 when the kernel counts the idle ring threads as
+ * waiting for I/O (procs_blocked, iowait): before Linux 6.15, which lets a
+ * wait say it is none (IORING_ENTER_NO_IOWAIT). */
+int uring_idle_is_iowait(void);
+
 /* A request about to wait for the kernel (a directory's lock, held by a
  * lookup until it is answered): 1 when it may, and uring_end_wait follows; 0
  * when its thread is the last of its queue not waiting, which that lookup
@@ -45,6 +50,10 @@ void uring_end_wait(void);
  * its reply then goes to uring_reply. */
 int uring_owns_reply(unsigned long long unique);
 ssize_t uring_reply(const struct iovec *iov, int count);
+
+/* The queue the calling thread serves, or -1 for a thread that serves no
+ * ring (fs/ops/fair.h counts each queue's threads apart). */
+int uring_thread_queue(void);
 
 /* Stops the threads: each answers what the kernel already handed it first. */
 void uring_stop(void);

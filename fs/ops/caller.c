@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
 
 #include "cache/pidgen.h"
 #include "cache/proc_fields.h"
@@ -22,7 +23,11 @@ static int self_proc = -1;
 static uint64_t daemon_eff;     /* effective set to restore */
 static uint64_t daemon_prm;     /* permitted set: the most a caller may get */
 static uint64_t daemon_inh;
+static uid_t daemon_uid;        /* the daemon's effective ids, to come back to */
+static gid_t daemon_gid;
 
+/* The caller this thread acts as, between caller_begin and caller_end. */
+static __thread const struct caller *acting;
 /* Threads switched by caller_enter: lets caller_leave skip the restore. */
 static __thread int switched;
 /* Whether this thread's supplementary groups may be other than none: -1
@@ -53,9 +58,25 @@ static int caps_set_effective(uint64_t eff)
 	return syscall(SYS_capset, &h, d) ? -errno : 0;
 }
 
+/* Id changes leave capabilities alone (no setuid fixup): a worker keeps its
+ * permitted set while it acts as a caller, sets its effective set itself,
+ * and takes its fs ids after its effective ones. Securebits are per thread
+ * and inherited: set before any thread. A daemon that may not (no
+ * CAP_SETPCAP: a user's own mount) never switches anyway. */
+static void keep_caps_across_id_changes(void)
+{
+	int bits = prctl(PR_GET_SECUREBITS);
+
+	if (bits >= 0 && !(bits & SECBIT_NO_SETUID_FIXUP))
+		prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP);
+}
+
 int caller_init(int selfproc)
 {
 	self_proc = selfproc;
+	daemon_uid = geteuid();
+	daemon_gid = getegid();
+	keep_caps_across_id_changes();
 	return caller_caps_reload();
 }
 
@@ -68,17 +89,37 @@ int caller_caps_reload(void)
  * groups (the request header has only pid, fsuid and fsgid). */
 static int load_status(struct caller *c)
 {
+	struct task_ids ids;
 	char buf[4096];
 
 	if (procfile_read(self_proc, c->tid, "status", buf, sizeof(buf)) <= 0)
 		return procfile_out_of_resources(errno) ? -errno : -ENOENT;
 	c->tgid = status_tgid(buf);
 	c->ngroups = status_groups(buf, c->groups, CALLER_MAX_GROUPS);
+	/* The request's fs ids are the ones of its moment; the status's may
+	 * be a later setuid's: the effective ids count only while they agree. */
+	if (status_ids(buf, &ids) == 0 && ids.uid[IDS_FS] == c->uid && ids.gid[IDS_FS] == c->gid) {
+		c->euid = ids.uid[IDS_EFFECTIVE];
+		c->egid = ids.gid[IDS_EFFECTIVE];
+	}
 	return 0;
 }
 
+/* Capabilities act in their holder's user namespace, and an euid owns
+ * namespaces only from its own: no worker can stand for a caller in another
+ * user namespace (fs/ops/source_op.h sends its operations to a helper in its
+ * namespaces), and a worker takes none of its capabilities. */
+static void load_user_ns(struct caller *c)
+{
+	c->foreign_user = !reader_ns_is_daemons(RNS_USER, reader_ns_of(c->tid, RNS_USER));
+	if (c->foreign_user)
+		c->cap_eff = 0;
+}
+
 /* capget() reads another thread's capabilities in one syscall, so they are
- * always current; only groups and tgid need the status file. */
+ * always current; only groups and tgid need the status file. A caller with
+ * capabilities has its user namespace asked at every request:
+ * unshare(CLONE_NEWUSER) and setns() give a full set at once. */
 static int load_caps(struct caller *c)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, c->tid };
@@ -87,23 +128,27 @@ static int load_caps(struct caller *c)
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
 	c->cap_eff = d[0].effective | (uint64_t)d[1].effective << 32;
-	/* Capabilities act in their holder's user namespace: a container's root
-	 * has none over the host's processes, so none are taken here. Checked
-	 * on every request that has any: unshare(CLONE_NEWUSER) gives a full
-	 * set at once. */
-	if (c->cap_eff && !reader_ns_is_daemons(RNS_USER, reader_ns_of(c->tid, RNS_USER)))
-		c->cap_eff = 0;
+	if (c->cap_eff)
+		load_user_ns(c);
 	return 0;
 }
 
 static int same_as_daemon(const struct caller *c);
 
-/* Groups (and tgid) from the cache, else from the caller's status; none if
- * the caller is gone. */
-static void load_groups(struct caller *c)
+/* Groups, effective ids, tgid and (for a caller without capabilities, whose
+ * namespace load_caps did not ask) user namespace from the cache, else from
+ * the caller's status and ns/user; none if the caller is gone. */
+static void load_groups(struct caller *c, int user_ns_known)
 {
-	if (group_cache_get(c) == 0)
+	int foreign = c->foreign_user;
+
+	if (group_cache_get(c) == 0) {
+		if (user_ns_known)
+			c->foreign_user = foreign;
 		return;
+	}
+	if (!user_ns_known)
+		load_user_ns(c);
 	if (load_status(c) < 0)
 		c->ngroups = 0;
 	else
@@ -144,9 +189,10 @@ void caller_load(fuse_req_t req, struct caller *c)
 	pidgen_begin(); /* every request starts here */
 	c->tid = ctx->pid;
 	c->tgid = 0;
-	c->uid = ctx->uid;
-	c->gid = ctx->gid;
+	c->uid = c->euid = ctx->uid;
+	c->gid = c->egid = ctx->gid;
 	c->cap_eff = 0;
+	c->foreign_user = 0;
 	c->ngroups = 0;
 	if (c->tid <= 0 || load_caps(c) < 0) {
 		c->tid = 0;
@@ -155,7 +201,7 @@ void caller_load(fuse_req_t req, struct caller *c)
 	}
 	/* Groups only matter when the caller is switched to. */
 	if (!same_as_daemon(c))
-		load_groups(c);
+		load_groups(c, c->cap_eff || c->foreign_user);
 }
 
 /* Nothing to switch: the caller is as privileged as the daemon, or the
@@ -167,7 +213,13 @@ static int same_as_daemon(const struct caller *c)
 
 	if ((daemon_prm & id_caps) != id_caps)
 		return 1;
-	return c->uid == 0 && c->gid == 0 && (c->cap_eff & daemon_eff) == daemon_eff;
+	return c->uid == daemon_uid && c->gid == daemon_gid &&
+	       (c->cap_eff & daemon_eff) == daemon_eff;
+}
+
+int caller_is_daemons_equal(const struct caller *c)
+{
+	return same_as_daemon(c);
 }
 
 /* Groups that add nothing to the fsgid (none, or only the primary group,
@@ -194,18 +246,42 @@ static int groups_set(const struct caller *c)
 	return 0;
 }
 
+/* The ids a worker takes: the caller's effective and fs ids. Its real and
+ * saved ids stay the daemon's: signals, prlimit and the like are allowed to
+ * a sender whose ids match the target's real or saved ones, so a caller can
+ * never signal the worker that acts for it; and no check of procfs reads an
+ * accessor's real or saved ids. setresuid sets the fs id to the effective
+ * one: the fs id after it. */
+/* setfsuid/setfsgid say nothing of a failure but by the id they leave. */
+static int fs_id_set(long nr, unsigned id)
+{
+	syscall(nr, id);
+	if ((unsigned)syscall(nr, -1) == id)
+		return 0;
+	errno = EPERM;
+	return -1;
+}
+
+int caller_ids_set(uid_t euid, uid_t fsuid, gid_t egid, gid_t fsgid)
+{
+	if (syscall(SYS_setresgid, (gid_t)-1, egid, (gid_t)-1) ||
+	    (fsgid != egid && fs_id_set(SYS_setfsgid, fsgid)) ||
+	    syscall(SYS_setresuid, (uid_t)-1, euid, (uid_t)-1) ||
+	    (fsuid != euid && fs_id_set(SYS_setfsuid, fsuid)))
+		return -1;
+	return 0;
+}
+
 int caller_enter(const struct caller *c)
 {
 	if (same_as_daemon(c))
 		return 0;
-	/* Order: groups and gid while still privileged, then uid, then caps.
-	 * setfsuid() clears the fs capabilities by itself; capset pins the
-	 * effective set to exactly what the caller has. */
-	if (groups_set(c))
-		goto fail;
-	setfsgid(c->gid);
-	setfsuid(c->uid);
+	/* Order: groups and ids while still privileged (capabilities stay
+	 * across id changes: caller_init), then caps, which capset pins to
+	 * exactly what the caller has. */
 	switched = 1;
+	if (groups_set(c) || caller_ids_set(c->euid, c->uid, c->egid, c->gid))
+		goto fail;
 	if (caps_set_effective(c->cap_eff & daemon_prm))
 		goto fail;
 	return 0;
@@ -220,10 +296,13 @@ void caller_leave(void)
 	if (!switched)
 		return;
 	switched = 0;
-	if (caps_set_effective(daemon_eff))
-		log_err("cannot restore capabilities: %s", strerror(errno));
-	setfsuid(0);
-	setfsgid(0);
+	/* A worker that kept any of a caller's identity would serve the next
+	 * caller with it: stop, and let the supervisor start a server. */
+	if (caps_set_effective(daemon_eff) ||
+	    caller_ids_set(daemon_uid, daemon_uid, daemon_gid, daemon_gid)) {
+		log_err("cannot return to the daemon's credentials: %s", strerror(errno));
+		abort();
+	}
 	if (groups_held && !syscall(SYS_setgroups, (size_t)0, NULL))
 		groups_held = 0;
 }
@@ -237,11 +316,33 @@ int caller_begin(fuse_req_t req, unsigned ns_kinds, struct caller *c)
 		return r;
 	if ((r = caller_enter(c)))
 		reader_ns_leave(&c->ns);
+	else
+		acting = c;
 	return r;
+}
+
+const struct caller *caller_current(void)
+{
+	return acting;
+}
+
+void caller_step_out(void)
+{
+	caller_leave();
+}
+
+void caller_step_in(void)
+{
+	/* Whatever follows acts as the caller: never as the daemon instead. */
+	if (acting && caller_enter(acting)) {
+		log_err("cannot act as caller %d again", acting->tid);
+		abort();
+	}
 }
 
 void caller_end(struct caller *c)
 {
+	acting = NULL;
 	caller_leave();
 	reader_ns_leave(&c->ns);
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,16 +20,23 @@
 #include "fs/ops/dedup.h"
 #include "fs/ops/dir_reply.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/fair.h"
 #include "fs/ops/handle.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/source_op.h"
 #include "fs/ops/thread_buf.h"
 #include "fs/ops/thread_dir.h"
 
 struct dir_handle {
 	int fd;
+	int by_helper;  /* a helper opened it for the caller (source_op.h): it is
+			 * listed as the daemon, as the helper found the caller may */
+	int own_fd;     /* the daemon's own fd table: fd is in it, and is not
+			 * listed (-1 else): no reader of /proc sees such an fd */
 	pthread_mutex_t lock; /* the fd's position is shared by its readers */
+	struct fair_hold share; /* counted in its opener's shares (fair.h) */
 };
 
 int dir_handle_fd(const struct fuse_file_info *fi)
@@ -42,20 +50,28 @@ int dir_handle_fd(const struct fuse_file_info *fi)
 static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **made)
 {
 	__do_close int fd = -1;
+	struct fair_hold share;
 	struct dir_handle *h;
 	struct caller c;
-	int r;
+	int r, by_helper = 0;
 
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+	if ((r = fair_handle_take(req, &share)))
 		return r;
-	fd = openat(pf.srcfd, n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = node_walk_error(n, node_error(n, fd < 0 ? -errno : 0));
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c))) {
+		fair_handle_release(&share);
+		return r;
+	}
+	fd = source_open_dir(n->path, &by_helper);
+	r = node_walk_error(n, node_error(n, fd < 0 ? fd : 0));
 	caller_end(&c);
-	if (r)
-		return r;
-	if (!(h = malloc(sizeof(*h))))
-		return -ENOMEM;
+	if (r || !(h = malloc(sizeof(*h)))) {
+		fair_handle_release(&share);
+		return r ? r : -ENOMEM;
+	}
 	h->fd = move_fd(&fd);
+	h->by_helper = by_helper;
+	h->own_fd = (n->cls->flags & NC_FILE_TABLE) && source_is_daemons(n->path) ? h->fd : -1;
+	h->share = share;
 	pthread_mutex_init(&h->lock, NULL);
 	*made = h;
 	return 0;
@@ -64,6 +80,7 @@ static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **m
 static void dir_handle_free(struct dir_handle *h)
 {
 	close(h->fd);
+	fair_handle_release(&h->share);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -108,9 +125,31 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		dir_handle_free(handle_drop(fi->fh));
 }
 
+/* One getdents of h, as the caller, or as the daemon where the caller's
+ * helper decided (procfs asks some as it lists: map_files, ptrace). */
+static ssize_t source_entries(const struct dir_handle *h, char *raw, size_t size)
+{
+	ssize_t got;
+
+	if (!h->by_helper)
+		return getdents64(h->fd, raw, size);
+	caller_step_out();
+	got = getdents64(h->fd, raw, size);
+	caller_step_in();
+	return got;
+}
+
+static int is_fd_name(const char *name, int fd)
+{
+	char own[16];
+
+	snprintf(own, sizeof(own), "%d", fd);
+	return fd >= 0 && !strcmp(name, own);
+}
+
 /* Converts source entries into the reply until it is full; the next
  * request resumes at the d_off of the last entry that fitted. */
-static int fill_entries(struct dir_reply *r, int fd)
+static int fill_entries(struct dir_reply *r, const struct dir_handle *h)
 {
 	char *raw = thread_buf(BUF_SOURCE, r->size);
 	struct dedup_listing dl;
@@ -119,14 +158,15 @@ static int fill_entries(struct dir_reply *r, int fd)
 		return -ENOMEM;
 	dedup_listing_init(r->dir, &dl);
 	for (;;) {
-		ssize_t got = getdents64(fd, raw, r->size);
+		ssize_t got = source_entries(h, raw, r->size);
 
 		if (got <= 0)
 			return got < 0 ? -errno : 0;
 		for (ssize_t pos = 0; pos < got;) {
 			struct dirent64 *de = (struct dirent64 *)(raw + pos);
 
-			if (!dir_reply_add(r, de->d_name, dedup_dtype(&dl, de->d_name, de->d_type),
+			if (!is_fd_name(de->d_name, h->own_fd) &&
+			    !dir_reply_add(r, de->d_name, dedup_dtype(&dl, de->d_name, de->d_type),
 					   de->d_ino, de->d_off))
 				return 0;
 			pos += de->d_reclen;
@@ -160,7 +200,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 		else if (lseek(h->fd, off, SEEK_SET) < 0)
 			r = -errno;
 		else
-			r = fill_entries(&reply, h->fd);
+			r = fill_entries(&reply, h);
 		pthread_mutex_unlock(&h->lock);
 	}
 	caller_end(&c);

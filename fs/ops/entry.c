@@ -28,6 +28,7 @@
 #include "fs/ops/ops.h"
 #include "fs/ops/root_dir.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/source_op.h"
 
 int child_path(const struct node *parent, const char *name, char *buf, size_t len)
 {
@@ -104,9 +105,7 @@ int node_stat(struct node *n, struct stat *st)
 
 	if (n->kind == NODE_LINK_TARGET)
 		return link_target_stat(n, st);
-	if (fstatat(pf.srcfd, n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) {
-		r = -errno;
-	} else {
+	if ((r = source_stat(n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0) {
 		if (n->kind == NODE_DEDUP_LINK)
 			dedup_link_attr(n->cls, n->name, n->owner.tgid, st);
 		/* a name that changed nature is another entry now */
@@ -221,7 +220,8 @@ static pid_t root_task_group(pid_t pid)
 	return pid_view_active() || tgid_index_live_leader(pid) ? pid : pidgen_group(pid);
 }
 
-static int lookup_child(struct node *p, const struct name_class *cls, const char *name,
+/* tid: the caller's, whose readlink names a link text's link (link.c). */
+static int lookup_child(struct node *p, const struct name_class *cls, const char *name, pid_t tid,
 			struct fuse_entry_param *e)
 {
 	char path[PATH_MAX];
@@ -234,7 +234,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 
 	if ((r = node_alive(p)) || (r = child_path(p, name, path, sizeof(path))))
 		return r;
-	if (fstatat(pf.srcfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if ((r = source_stat(path, &st, AT_SYMLINK_NOFOLLOW)) == 0) {
 		if (cls->flags & NC_TASK) {
 			owner.pid = name_pid(name);
 			owner.daemon_pid = pid_view_to_daemon(owner.pid);
@@ -248,10 +248,9 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 		else if (S_ISDIR(st.st_mode) && dedup_child(p, cls, &owner.tgid))
 			kind = NODE_DEDUP_LINK;
 	} else {
-		r = -errno;
 		if (r != -ENOENT || !(cls->flags & NC_LINK_TARGET))
 			return r;
-		if ((r = link_target_find(p, name, path, sizeof(path), &st)))
+		if ((r = link_target_find(p, tid, name, path, sizeof(path), &st)))
 			return r;
 		kind = NODE_LINK_TARGET;
 	}
@@ -293,14 +292,20 @@ struct node *entry_resolve_fixed(uint64_t id)
 				  &(struct node_owner){ 0 }, cls, id);
 }
 
-int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
-		 struct fuse_entry_param *e)
+static int lookup_as(struct node *p, const struct name_class *cls, const char *name, pid_t tid,
+		     struct fuse_entry_param *e)
 {
-	int r = node_walk_error(p, lookup_child(p, cls, name, e));
+	int r = node_walk_error(p, lookup_child(p, cls, name, tid, e));
 
 	if (!r)
 		file_size_before_reply(node_from_ino(e->ino), 0);
 	return r;
+}
+
+int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
+		 struct fuse_entry_param *e)
+{
+	return lookup_as(p, cls, name, 0, e);
 }
 
 void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -317,7 +322,7 @@ void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	cls = name_classify(p->cls, name);
 	if ((r = caller_begin(req, reader_ns_kinds(cls, 0), &c)))
 		return reply_err(req, r);
-	r = entry_lookup(p, cls, name, &e);
+	r = lookup_as(p, cls, name, c.tid, &e);
 	caller_end(&c);
 	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
@@ -466,7 +471,8 @@ void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
 		return reply_err(req, r);
-	r = node_walk_error(n, faccessat(pf.srcfd, n->path, mask, flags) ? -errno : node_alive(n));
+	r = source_access(n->path, mask, flags);
+	r = node_walk_error(n, r ? r : node_alive(n));
 	caller_end(&c);
 	reply_err(req, r);
 }
@@ -481,95 +487,3 @@ void pf_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* getxattr and listxattr share one shape: call, then answer the size
- * probe (size 0) or the data. */
-static void reply_xattr_result(fuse_req_t req, ssize_t len, int err, const char *buf,
-			       size_t size)
-{
-	if (len < 0)
-		return reply_err(req, -err);
-	if (size == 0)
-		fuse_reply_xattr(req, (size_t)len);
-	else
-		fuse_reply_buf(req, buf, (size_t)len);
-}
-
-/* Acting as the caller of req on ino's source path abs, with a buffer of
- * size: 0, or -errno with nothing held. caller_end(c) afterwards. */
-static int xattr_path(fuse_req_t req, fuse_ino_t ino, size_t size, char *abs, char **buf,
-		      struct caller *c)
-{
-	struct node *n = node_from_ino(ino);
-	int r;
-
-	snprintf(abs, PATH_MAX, "%s/%s", pf.source, n->path);
-	*buf = size ? malloc(size) : NULL;
-	if (size && !*buf)
-		return -ENOMEM;
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), c)))
-		goto fail;
-	if ((r = node_alive(n))) {
-		caller_end(c);
-		goto fail;
-	}
-	return 0;
-fail:
-	free(*buf);
-	*buf = NULL;
-	return r;
-}
-
-/* getxattr of name, or listxattr (name NULL). */
-static void read_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
-{
-	char abs[PATH_MAX], *buf;
-	struct caller c;
-	ssize_t len;
-	int r = xattr_path(req, ino, size, abs, &buf, &c);
-
-	if (r)
-		return reply_err(req, r);
-	len = name ? lgetxattr(abs, name, buf, size) : llistxattr(abs, buf, size);
-	r = errno;
-	caller_end(&c);
-	reply_xattr_result(req, len, r, buf, size);
-	free(buf);
-}
-
-void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
-{
-	read_xattr(req, ino, name, size);
-}
-
-/* setxattr and removexattr: procfs refuses both, in its own words. */
-static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			 size_t size, int flags, int remove)
-{
-	char abs[PATH_MAX], *unused;
-	struct caller c;
-	int r;
-
-	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = xattr_path(req, ino, 0, abs, &unused, &c)))
-		return reply_err(req, r);
-	r = (remove ? lremovexattr(abs, name) : lsetxattr(abs, name, value, size, flags)) ? -errno : 0;
-	caller_end(&c);
-	reply_err(req, r);
-}
-
-void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		 size_t size, int flags)
-{
-	change_xattr(req, ino, name, value, size, flags, 0);
-}
-
-void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	change_xattr(req, ino, name, NULL, 0, 0, 1);
-}
-
-void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
-{
-	read_xattr(req, ino, NULL, size);
-}

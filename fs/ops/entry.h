@@ -43,7 +43,8 @@ struct fuse_entry_param;
 struct name_class;
 
 /* The entry a LOOKUP of name (of class cls) in p answers, counted as one
- * lookup of its node: 0, or the errno. */
+ * lookup of its node: 0, or the errno. Made for no caller thread: a link
+ * text's target (link.c) as for a caller outside the pid namespace. */
 int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
 		 struct fuse_entry_param *e);
 

@@ -9,7 +9,9 @@
  * An entry procfs evaluates in the reader's user, time or pid namespace,
  * opened by a caller whose namespace of that kind is not the daemon's, is
  * served by a helper process in the caller's namespaces (ns_helper.h): it
- * opens, reads and writes there. A caller in another pid namespace gets
+ * opens, reads and writes there. So is every file of the daemon's own
+ * processes (source_op.h: a worker would be let through as their thread
+ * group). A caller in another pid namespace gets
  * EPERM for the entries of its active pid namespace (ns_last_pid, pid_max):
  * a helper in it would be one of its processes.
  */
@@ -25,6 +27,7 @@
 #include "fs/cleanup.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/entry.h"
+#include "fs/ops/fair.h"
 #include "fs/ops/file_size.h"
 #include "fs/ops/name_class.h"
 #include "fs/ops/handle.h"
@@ -32,6 +35,7 @@
 #include "fs/ops/ops.h"
 #include "fs/ops/self_state.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/source_op.h"
 #include "fs/ops/thread_buf.h"
 #include "fs/res/resources.h"
 
@@ -52,6 +56,7 @@ struct open_file {
 	size_t self_len;
 	unsigned char res_file;   /* enum res_file: made from a cgroup's numbers */
 	struct res_target res;    /* whose, decided at open */
+	struct fair_hold share;   /* counted in its opener's shares (fair.h) */
 };
 
 int open_file_fd(const struct fuse_file_info *fi)
@@ -73,29 +78,48 @@ static int source_flags(const struct node *n, int flags)
 	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW);
 }
 
+/* A worker's source open of n as the caller, into of->fd. */
+static int open_by_worker(const struct caller *c, struct node *n, struct open_file *of)
+{
+	(void)c; /* begun: the worker acts as it */
+	of->fd = openat(pf.srcfd, n->path, of->flags);
+	return node_walk_error(n, node_error(n, of->fd < 0 ? -errno : 0));
+}
+
 /* Opens n as the caller: into of->fd, or through a helper when the
  * caller's namespaces that n depends on are not the daemon's and one
- * thread cannot enter them. */
+ * thread cannot enter them, or when no worker may stand for the caller
+ * (source_op.h). */
 static int open_as_caller(fuse_req_t req, struct node *n, struct open_file *of)
 {
 	struct caller c;
-	int r;
+	int r, helper;
 
 	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
 		return r;
-	if (!c.ns.foreign) {
-		of->fd = openat(pf.srcfd, n->path, of->flags);
-		r = node_walk_error(n, node_error(n, of->fd < 0 ? -errno : 0));
-		caller_end(&c);
-		return r;
-	}
+	helper = c.ns.foreign || source_needs_helper(n->path);
+	if (!helper)
+		r = open_by_worker(&c, n, of);
 	caller_end(&c);
+	if (!helper)
+		return r;
 	/* never the daemon's own namespace's answer for the caller's */
 	if ((c.ns.foreign & RNS(RNS_PID)) || !(of->helper = ns_helper_get(c.tid)))
 		return -EPERM;
+	r = ns_helper_open(&of->helper, c.tid, n->path, of->flags);
+	/* a content that does not depend on the caller's user namespace, for a
+	 * caller whose ids no helper can take: the worker's */
+	if (!c.ns.foreign && source_helper_declined(n->path, r)) {
+		ns_helper_put(of->helper);
+		of->helper = NULL;
+		if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
+			return r;
+		r = open_by_worker(&c, n, of);
+		caller_end(&c);
+		return r;
+	}
 	of->via_helper = 1;
-	return node_walk_error(n, node_error(n, ns_helper_open(&of->helper, c.tid, n->path,
-							       of->flags)));
+	return node_walk_error(n, node_error(n, r == -EOVERFLOW ? -EPERM : r));
 }
 
 static void open_file_free(struct open_file *of)
@@ -103,6 +127,7 @@ static void open_file_free(struct open_file *of)
 	if (of->fd >= 0)
 		close(of->fd);
 	ns_helper_put(of->helper);
+	fair_handle_release(&of->share);
 	pthread_mutex_destroy(&of->lock);
 	free(of->self_text);
 	free(of);
@@ -131,7 +156,7 @@ static int open_file_make(fuse_req_t req, struct node *n, int flags, struct open
 	of->fd = -1;
 	of->flags = source_flags(n, flags);
 	pthread_mutex_init(&of->lock, NULL);
-	if ((r = open_as_caller(req, n, of))) {
+	if ((r = fair_handle_take(req, &of->share)) || (r = open_as_caller(req, n, of))) {
 		open_file_free(of);
 		return r;
 	}
@@ -203,6 +228,17 @@ static ssize_t write_at(int fd, const char *buf, size_t size, off_t off)
 	return n < 0 && errno == ESPIPE ? write(fd, buf, size) : n;
 }
 
+/* A helper opens the path again at each read or write: once the opened
+ * process is gone (its pid perhaps another's now), its answer is dropped
+ * for procfs's to a handle of a gone process. Asked after the helper's
+ * call, so that a pid reused before or during it is seen. */
+static ssize_t gone_or(const struct node *n, ssize_t r)
+{
+	int gone = node_alive(n);
+
+	return gone ? gone : r;
+}
+
 /* One read of the source as the caller (in its namespaces: caller_begin
  * was made for a local file). */
 static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid, char *buf,
@@ -213,8 +249,8 @@ static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid
 	if (of->via_helper && !of->helper)
 		return -EPERM;
 	if (of->via_helper)
-		return ns_helper_read(&of->helper, tid, n->path, O_RDONLY | (of->flags & REOPEN_FLAGS),
-				      buf, size, off);
+		return gone_or(n, ns_helper_read(&of->helper, tid, n->path,
+						 O_RDONLY | (of->flags & REOPEN_FLAGS), buf, size, off));
 	got = read_at(of->fd, buf, size, off);
 	return got < 0 ? -errno : got;
 }
@@ -383,8 +419,12 @@ void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		return reply_err(req, r);
 	if (of->via_helper) {
 		caller_load(req, &c);
-		done = !of->helper ? -EPERM : ns_helper_write(&of->helper, c.tid, n->path,
-				       O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)), buf, size, off);
+		/* asked before too: a write must not reach a new owner of the pid */
+		done = !of->helper ? -EPERM
+		       : (r = node_alive(n)) ? r
+		       : gone_or(n, ns_helper_write(&of->helper, c.tid, n->path,
+						    O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)),
+						    buf, size, off));
 		if (done < 0)
 			return reply_err(req, (int)done);
 		return (void)fuse_reply_write(req, (size_t)done);

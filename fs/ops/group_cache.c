@@ -12,8 +12,9 @@
 struct slot {
 	_Atomic unsigned seq;
 	pid_t tid, tgid;
-	uid_t uid;
-	gid_t gid;
+	uid_t uid, euid;
+	gid_t gid, egid;
+	int foreign_user;
 	uint64_t expires_ns;
 	int ngroups;
 	gid_t groups[SLOT_GROUPS];
@@ -43,6 +44,9 @@ int group_cache_get(struct caller *c)
 		      s->expires_ns > now_ns();
 		if (hit) {
 			c->tgid = s->tgid;
+			c->euid = s->euid;
+			c->foreign_user = s->foreign_user;
+			c->egid = s->egid;
 			c->ngroups = s->ngroups;
 			memcpy(c->groups, s->groups, sizeof(gid_t) * (size_t)s->ngroups);
 		}
@@ -63,6 +67,9 @@ void group_cache_put(const struct caller *c)
 	s->tgid = c->tgid;
 	s->uid = c->uid;
 	s->gid = c->gid;
+	s->euid = c->euid;
+	s->foreign_user = c->foreign_user;
+	s->egid = c->egid;
 	s->ngroups = c->ngroups;
 	memcpy(s->groups, c->groups, sizeof(gid_t) * (size_t)c->ngroups);
 	s->expires_ns = now_ns() + GROUP_CACHE_TTL_MS * 1000000ULL;

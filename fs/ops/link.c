@@ -8,7 +8,6 @@
  */
 #include "fs/ops/link.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -19,20 +18,20 @@
 
 #include "cache/link_hints.h"
 #include "cache/pid_view.h"
-#include "fs/cleanup.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/dedup.h"
 #include "fs/ops/entry.h"
 #include "fs/ops/names.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/source_op.h"
 
 static int link_text(const char *path, char *buf, size_t len)
 {
-	ssize_t n = readlinkat(pf.srcfd, path, buf, len - 1);
+	ssize_t n = source_readlink(path, buf, len - 1);
 
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	buf[n] = '\0';
 	return 0;
 }
@@ -68,10 +67,28 @@ void link_target_fixup(struct stat *st)
 
 static int target_at(const char *path, struct stat *st)
 {
-	if (fstatat(pf.srcfd, path, st, 0))
-		return -errno;
+	int r = source_stat(path, st, 0);
+
+	if (r)
+		return r;
 	link_target_fixup(st);
 	return 0;
+}
+
+/* A text that names one object by its inode ("socket:[159173]",
+ * "net:[4026531840]": pseudo filesystems' d_dname), and st is another
+ * object's: the link changed between its readlink and the stat. */
+static int other_object(const char *text, const struct stat *st)
+{
+	const char *open = strstr(text, ":[");
+	char *end;
+	unsigned long long ino;
+
+	if (!name_is_one_object(text))
+		return 0;
+	errno = 0;
+	ino = strtoull(open + 2, &end, 10);
+	return !errno && !strcmp(end, "]") && ino != (unsigned long long)st->st_ino;
 }
 
 int link_target_stat(const struct node *n, struct stat *st)
@@ -82,7 +99,7 @@ int link_target_stat(const struct node *n, struct stat *st)
 		return -ENOENT;
 	if ((r = target_at(n->path, st)))
 		return r;
-	if ((st->st_mode & S_IFMT) != n->type)
+	if ((st->st_mode & S_IFMT) != n->type || other_object(n->name, st))
 		return -ENOENT;
 	return node_alive(n);
 }
@@ -90,43 +107,34 @@ int link_target_stat(const struct node *n, struct stat *st)
 static int try_entry(const struct node *dir, const char *entry, const char *text, char *path,
 		     size_t len, struct stat *st)
 {
+	int r;
+
 	if (child_path(dir, entry, path, len) || !link_has_text(path, text))
 		return -ENOENT;
-	return target_at(path, st);
+	if ((r = target_at(path, st)))
+		return r;
+	return other_object(text, st) ? -ENOENT : 0;
 }
 
-/* The last readlink of this directory usually names the fd; otherwise
- * scan it (a hint can be lost to a colliding slot or another thread). */
-int link_target_find(const struct node *dir, const char *name, char *path, size_t len,
-		     struct stat *st)
+/* The kernel asks for a link text only while it follows that link, right
+ * after the same thread's readlink (link_hints.h), which names the link:
+ * one readlink and one stat, however many links dir holds. Without such a
+ * readlink the name is what procfs has, no entry: ENOENT, never a scan
+ * (one per lookup of a made-up name, O(fds) for anyone who may list a
+ * directory of many links). */
+int link_target_find(const struct node *dir, pid_t tid, const char *name, char *path,
+		     size_t len, struct stat *st)
 {
-	int fd = link_hint_get(dir->serial, name);
-	__do_close int dfd = -1;
-	DIR *d;
-	struct dirent *de;
-	int r = -ENOENT;
+	char entry[LINK_HINT_NAME_MAX];
 
-	if (fd >= 0) {
-		char entry[16];
-
-		snprintf(entry, sizeof(entry), "%d", fd);
-		if (!try_entry(dir, entry, name, path, len, st))
-			return 0;
-	}
-	dfd = openat(pf.srcfd, dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || !(d = fdopendir(dfd)))
-		return -errno;
-	move_fd(&dfd); /* closedir closes it */
-	while (r && (de = readdir(d)))
-		if (de->d_type == DT_LNK)
-			r = try_entry(dir, de->d_name, name, path, len, st);
-	closedir(d);
-	return r;
+	if (link_hint_get(tid, dir->serial, name, entry))
+		return -ENOENT;
+	return try_entry(dir, entry, name, path, len, st);
 }
 
-static int read_mirror_link(const struct node *n, char *buf, size_t len)
+static int read_mirror_link(const struct node *n, pid_t tid, char *buf, size_t len)
 {
-	int r = link_text(n->path, buf, len), fd;
+	int r = link_text(n->path, buf, len);
 
 	/* procfs's readlink of a link whose process is gone (held, or looked
 	 * up before the exit) says ENOENT, not the ESRCH of its directory. */
@@ -134,9 +142,8 @@ static int read_mirror_link(const struct node *n, char *buf, size_t len)
 		return -ENOENT;
 	if ((r = node_error(n, r)))
 		return r;
-	fd = name_fd(n->name);
-	if (fd >= 0 && buf[0] != '/' && strchr(buf, ':'))
-		link_hint_put(n->parent_serial, buf, fd);
+	if (buf[0] != '/' && name_is_link_text(buf))
+		link_hint_put(tid, n->parent_serial, n->name, buf);
 	return 0;
 }
 
@@ -174,7 +181,7 @@ void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
 	} else if (!(r = caller_begin(req, reader_ns_kinds(n->cls, 1) & RNS_ENTERABLE, &c))) {
-		r = read_mirror_link(n, buf, sizeof(buf));
+		r = read_mirror_link(n, c.tid, buf, sizeof(buf));
 		caller_end(&c);
 	}
 	if (r)

@@ -8,10 +8,11 @@
 
 #include "cache/node.h"
 
-/* dir holds a link whose text is name ("socket:[N]"): fills the target's
- * attributes and the path of that link. */
-int link_target_find(const struct node *dir, const char *name, char *path, size_t len,
-		     struct stat *st);
+/* dir holds the link whose text, name ("socket:[N]"), the caller tid just
+ * read (the kernel follows it): fills the target's attributes and the path
+ * of that link. ENOENT when tid's last readlink was not that. */
+int link_target_find(const struct node *dir, pid_t tid, const char *name, char *path,
+		     size_t len, struct stat *st);
 
 /* Attributes of a link target as the kernel may accept them. */
 int link_target_stat(const struct node *n, struct stat *st);

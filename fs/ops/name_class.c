@@ -210,7 +210,12 @@ static const struct name_table sys_net_table = TABLE(sys_net_entries, NULL, NULL
 /* Whole subtrees in one namespace. */
 static const struct name_class by_user = { &by_user_table, LIFE_FIXED, RNS(RNS_USER), 0, 0 };
 static const struct name_table by_user_table = { NULL, 0, NULL, NULL, NULL, &by_user, NULL };
-static const struct name_class by_ipc = { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 };
+/* ipc/ipc_sysctl.c and mq_sysctl.c set an entry's owner to its namespace's
+ * root (set_ownership): attributes are the reader's namespace's, as below
+ * sys/net, asked at each walk (the kernel's mode check, default_permissions,
+ * reads them). */
+static const struct name_class by_ipc = { &by_ipc_table, LIFE_NAME, RNS(RNS_IPC), NC_NAMES_VARY,
+					  0 };
 static const struct name_table by_ipc_table = { NULL, 0, NULL, NULL, NULL, &by_ipc, NULL };
 static const struct name_class by_ipc_user = { &by_ipc_user_table, LIFE_FIXED,
 					       RNS(RNS_IPC) | RNS(RNS_USER) | RNS(RNS_PID), 0, 0 };
@@ -218,7 +223,7 @@ static const struct name_table by_ipc_user_table = { NULL, 0, NULL, NULL,
 						     NULL, &by_ipc_user, NULL };
 
 #define UTS { &plain_table, LIFE_FIXED, RNS(RNS_UTS), 0, 0 }
-#define IPC { &plain_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 }
+#define IPC { &plain_table, LIFE_NAME, RNS(RNS_IPC), NC_NAMES_VARY, 0 }
 #define PIDNS { &plain_table, LIFE_FIXED, RNS(RNS_PID), 0, 0 }
 static const struct name_entry sys_kernel_entries[] = {
 	/* ipc/ipc_sysctl.c: the ipc namespace's own table (set_lookup, is_seen) */
@@ -254,7 +259,7 @@ static const struct name_table sys_kernel_table = TABLE(sys_kernel_entries, NULL
 
 static const struct name_entry sys_fs_entries[] = {
 	/* ipc/mq_sysctl.c: the ipc namespace's own table */
-	{ "mqueue", { &by_ipc_table, LIFE_FIXED, RNS(RNS_IPC), 0, 0 } },
+	{ "mqueue", { &by_ipc_table, LIFE_NAME, RNS(RNS_IPC), NC_NAMES_VARY, 0 } },
 };
 static const struct name_table sys_fs_table = TABLE(sys_fs_entries, NULL, NULL, NULL, &plain);
 

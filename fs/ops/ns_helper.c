@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 #include "cache/procfile.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
+#include "fs/ops/caller.h"
 #include "fs/ops/reader_ns.h"
 
 /* The kinds a helper enters, in the order it enters them: the user
@@ -46,7 +48,17 @@ static const int kind_type[] = { [RNS_NET] = CLONE_NEWNET, [RNS_UTS] = CLONE_NEW
 #define HELPER_IDLE_NS (30ULL * 1000000000ULL)
 #define MAX_HELPERS 16
 
-enum helper_op { OP_OPEN, OP_READ, OP_WRITE };
+/* OPEN opens and closes (open's answer); READ and WRITE open, act at the
+ * offset and close; OPEN_DIR opens and hands the directory back; STAT,
+ * READLINK and ACCESS are fstatat, readlinkat and faccessat (ACCESS's mode
+ * in off). */
+enum helper_op { OP_OPEN, OP_READ, OP_WRITE, OP_OPEN_DIR, OP_STAT, OP_READLINK, OP_ACCESS };
+
+/* The ops whose answer carries bytes back. */
+static int returns_bytes(int op)
+{
+	return op == OP_READ || op == OP_STAT || op == OP_READLINK;
+}
 
 struct helper_req {
 	int op;
@@ -63,11 +75,10 @@ struct helper_reply {
 
 /* --- both sides ------------------------------------------------------------ */
 
-static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
+static int send_iov_with_fds(int sock, struct iovec *iov, int niov, const int *fds, int nfds)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * (NKINDS + 1))] = { 0 };
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
 
 	if (nfds) {
 		struct cmsghdr *c;
@@ -83,31 +94,38 @@ static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, 
 	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
+static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
+{
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+
+	return send_iov_with_fds(sock, &iov, 1, fds, nfds);
+}
+
 /* --- the helper: one process in one caller's namespaces --------------------- */
 
 static int helper_srcfd = -1, helper_selfproc = -1;
 
-/* The caller's ids and capabilities as this namespace sees them. */
+/* The caller's ids and capabilities as this namespace sees them: its
+ * effective and fs ids, groups and effective capabilities (fs/ops/caller.h
+ * says why not its real and saved ids). */
 static int become(pid_t tid)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, tid };
 	struct __user_cap_data_struct d[2] = { { 0 } };
-	gid_t groups[256];
-	char status[4096];
-	uid_t uid;
-	gid_t gid;
-	int ngroups;
-
-	if (procfile_read(helper_selfproc, tid, "status", status, sizeof(status)) <= 0 ||
-	    status_fsids(status, &uid, &gid) || syscall(SYS_capget, &h, d))
-		return -EPERM;
-	ngroups = status_groups(status, groups, 256);
-	/* back to every capability of the namespace first, then down to the
-	 * caller's: ids need CAP_SETUID/SETGID, fs ids clear fs capabilities */
 	struct __user_cap_header_struct self = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct full[2] = { { ~0u, ~0u, 0 }, { ~0u, ~0u, 0 } };
 	struct __user_cap_data_struct own[2] = { { 0 } };
+	struct task_ids ids;
+	gid_t groups[256];
+	char status[4096];
+	int ngroups;
 
+	if (procfile_read(helper_selfproc, tid, "status", status, sizeof(status)) <= 0 ||
+	    status_ids(status, &ids) || syscall(SYS_capget, &h, d))
+		return -EPERM;
+	ngroups = status_groups(status, groups, 256);
+	/* back to every capability of the namespace first, then down to the
+	 * caller's: ids need CAP_SETUID/SETGID */
 	if (syscall(SYS_capget, &self, own))
 		return -EPERM;
 	full[0].permitted = full[0].effective = own[0].permitted;
@@ -118,10 +136,9 @@ static int become(pid_t tid)
 	 * helper its own groups: none (main.c), never more than the caller's. */
 	if (syscall(SYS_setgroups, (size_t)ngroups, groups) && errno != EPERM)
 		return -EPERM;
-	syscall(SYS_setfsgid, gid);
-	syscall(SYS_setfsuid, uid);
-	if ((uid_t)syscall(SYS_setfsuid, -1) != uid || (gid_t)syscall(SYS_setfsgid, -1) != gid)
-		return -EPERM; /* not mapped here */
+	if (caller_ids_set(ids.uid[IDS_EFFECTIVE], ids.uid[IDS_FS], ids.gid[IDS_EFFECTIVE],
+			   ids.gid[IDS_FS]))
+		return errno == EINVAL ? -EOVERFLOW : -EPERM; /* not mapped here */
 	own[0].effective = d[0].effective & own[0].permitted;
 	own[1].effective = d[1].effective & own[1].permitted;
 	return syscall(SYS_capset, &self, own) ? -EPERM : 0;
@@ -132,7 +149,29 @@ static int open_flags(const struct helper_req *r)
 	return r->flags | O_CLOEXEC | O_NOCTTY;
 }
 
-static ssize_t do_request(const struct helper_req *r, char *buf)
+/* The ops made on a path, without opening it. */
+static ssize_t path_op(const struct helper_req *r, char *buf)
+{
+	struct stat st;
+	ssize_t n;
+
+	switch (r->op) {
+	case OP_STAT:
+		if (fstatat(helper_srcfd, r->path, &st, r->flags))
+			return -errno;
+		memcpy(buf, &st, sizeof(st));
+		return sizeof(st);
+	case OP_READLINK:
+		n = readlinkat(helper_srcfd, r->path, buf, r->size);
+		return n < 0 ? -errno : n;
+	case OP_ACCESS:
+		return faccessat(helper_srcfd, r->path, (int)r->off, r->flags) ? -errno : 0;
+	}
+	return -EINVAL;
+}
+
+/* One request as its caller; an OPEN_DIR's directory into *handed. */
+static ssize_t do_request(const struct helper_req *r, char *buf, int *handed)
 {
 	__do_close int fd = -1;
 	ssize_t n;
@@ -140,11 +179,24 @@ static ssize_t do_request(const struct helper_req *r, char *buf)
 
 	if ((e = become(r->tid)))
 		return e;
+	if (r->op == OP_STAT || r->op == OP_READLINK || r->op == OP_ACCESS)
+		return path_op(r, buf);
 	fd = openat(helper_srcfd, r->path, open_flags(r));
 	if (fd < 0)
 		return -errno;
 	switch (r->op) {
 	case OP_OPEN:
+		return 0;
+	case OP_OPEN_DIR:
+		/* Some listings ask as they go (map_files: ptrace, after the dots),
+		 * which the server would pass as itself: a whole listing here
+		 * decides for the caller, then the server lists from the start. */
+		while ((n = syscall(SYS_getdents64, fd, buf, HELPER_IO_MAX)) > 0)
+			;
+		if (n < 0 || lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		*handed = fd;
+		fd = -1;
 		return 0;
 	case OP_READ:
 		n = pread(fd, buf, r->size, r->off);
@@ -171,6 +223,7 @@ static void helper_serve(int sock)
 		struct msghdr m = { .msg_iov = in, .msg_iovlen = 2 };
 		ssize_t got = recvmsg(sock, &m, 0), n;
 		struct helper_reply rep;
+		int handed = -1;
 
 		if (got <= 0)
 			_exit(0); /* the server is gone */
@@ -179,15 +232,16 @@ static void helper_serve(int sock)
 			n = 0;
 		} else {
 			r.path[PATH_MAX - 1] = '\0';
-			n = do_request(&r, buf);
+			n = do_request(&r, buf, &handed);
 			rep.result = n;
 		}
 		struct iovec out[2] = { { &rep, sizeof(rep) },
-					{ buf, r.op == OP_READ && n > 0 ? (size_t)n : 0 } };
-		struct msghdr o = { .msg_iov = out, .msg_iovlen = 2 };
+					{ buf, returns_bytes(r.op) && n > 0 ? (size_t)n : 0 } };
 
-		if (sendmsg(sock, &o, MSG_NOSIGNAL) < 0)
+		if (send_iov_with_fds(sock, out, 2, &handed, handed >= 0))
 			_exit(0);
+		if (handed >= 0)
+			close(handed);
 	}
 }
 
@@ -510,12 +564,36 @@ void ns_helper_stop(void)
 	(void)maker_pid;
 }
 
-static ssize_t call(struct ns_helper *h, int op, pid_t tid, const char *path, int flags,
-		    const void *out, char *in, size_t size, off_t off)
+/* One request's arguments, and the directory an OPEN_DIR hands back. */
+struct helper_call {
+	int op;
+	const char *path;
+	int flags;
+	const void *out; /* WRITE's bytes */
+	char *in;        /* READ's, STAT's, READLINK's room */
+	size_t size;
+	off_t off;
+	int fd;          /* OPEN_DIR's, else -1 */
+};
+
+/* The fd a reply carried, or -1. */
+static int received_fd(struct msghdr *m)
 {
-	struct helper_req r = { .op = op, .flags = flags, .tid = tid, .off = off };
+	struct cmsghdr *c = CMSG_FIRSTHDR(m);
+	int fd = -1;
+
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+static ssize_t call(struct ns_helper *h, pid_t tid, struct helper_call *a)
+{
+	struct helper_req r = { .op = a->op, .flags = a->flags, .tid = tid, .off = a->off };
 	struct helper_reply rep;
-	size_t plen = strlen(path) + 1;
+	size_t plen = strlen(a->path) + 1, size = a->size;
+	char cbuf[CMSG_SPACE(sizeof(int))];
 	ssize_t got;
 
 	if (plen > PATH_MAX)
@@ -523,52 +601,114 @@ static ssize_t call(struct ns_helper *h, int op, pid_t tid, const char *path, in
 	if (size > HELPER_IO_MAX)
 		size = HELPER_IO_MAX;
 	r.size = (uint32_t)size;
-	memcpy(r.path, path, plen);
+	memcpy(r.path, a->path, plen);
 	struct iovec req[2] = { { &r, offsetof(struct helper_req, path) + PATH_MAX },
-				{ (void *)out, op == OP_WRITE ? size : 0 } };
-	struct iovec rsp[2] = { { &rep, sizeof(rep) }, { in, op == OP_READ ? size : 0 } };
+				{ (void *)a->out, a->op == OP_WRITE ? size : 0 } };
+	struct iovec rsp[2] = { { &rep, sizeof(rep) }, { a->in, returns_bytes(a->op) ? size : 0 } };
 	struct msghdr mq = { .msg_iov = req, .msg_iovlen = 2 };
-	struct msghdr mr = { .msg_iov = rsp, .msg_iovlen = 2 };
+	struct msghdr mr = { .msg_iov = rsp, .msg_iovlen = 2, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
 
 	pthread_mutex_lock(&h->lock);
-	got = sendmsg(h->sock, &mq, MSG_NOSIGNAL) < 0 ? -1 : recvmsg(h->sock, &mr, 0);
+	got = sendmsg(h->sock, &mq, MSG_NOSIGNAL) < 0 ? -1 : recvmsg(h->sock, &mr, MSG_CMSG_CLOEXEC);
 	pthread_mutex_unlock(&h->lock);
 	if (got < (ssize_t)sizeof(rep)) {
 		atomic_store(&h->dead, true);
 		return -ECONNRESET;
+	}
+	a->fd = received_fd(&mr);
+	if (a->op != OP_OPEN_DIR && a->fd >= 0) { /* never: the helper hands only directories */
+		close(a->fd);
+		a->fd = -1;
 	}
 	return (ssize_t)rep.result;
 }
 
 /* A helper that died (killed, out of memory) is replaced once; never the
  * daemon's answer instead. */
-static ssize_t call_retrying(struct ns_helper **h, int op, pid_t tid, const char *path,
-			     int flags, const void *out, char *in, size_t size, off_t off)
+static ssize_t call_retrying(struct ns_helper **h, pid_t tid, struct helper_call *a)
 {
-	ssize_t r = call(*h, op, tid, path, flags, out, in, size, off);
+	ssize_t r = call(*h, tid, a);
 
 	if (r != -ECONNRESET)
 		return r;
 	ns_helper_put(*h);
 	if (!(*h = ns_helper_get(tid)))
 		return -EPERM;
-	r = call(*h, op, tid, path, flags, out, in, size, off);
+	r = call(*h, tid, a);
 	return r == -ECONNRESET ? -EPERM : r;
 }
 
 int ns_helper_open(struct ns_helper **h, pid_t tid, const char *path, int flags)
 {
-	return (int)call_retrying(h, OP_OPEN, tid, path, flags, NULL, NULL, 0, 0);
+	struct helper_call a = { .op = OP_OPEN, .path = path, .flags = flags, .fd = -1 };
+
+	return (int)call_retrying(h, tid, &a);
 }
 
 ssize_t ns_helper_read(struct ns_helper **h, pid_t tid, const char *path, int flags, char *buf,
 		       size_t size, off_t off)
 {
-	return call_retrying(h, OP_READ, tid, path, flags, NULL, buf, size, off);
+	struct helper_call a = { .op = OP_READ, .path = path, .flags = flags, .in = buf,
+				 .size = size, .off = off, .fd = -1 };
+
+	return call_retrying(h, tid, &a);
 }
 
 ssize_t ns_helper_write(struct ns_helper **h, pid_t tid, const char *path, int flags,
 			const char *buf, size_t size, off_t off)
 {
-	return call_retrying(h, OP_WRITE, tid, path, flags, buf, NULL, size, off);
+	struct helper_call a = { .op = OP_WRITE, .path = path, .flags = flags, .out = buf,
+				 .size = size, .off = off, .fd = -1 };
+
+	return call_retrying(h, tid, &a);
+}
+
+/* One call on a helper of tid's own, taken and given back. */
+static ssize_t call_once(pid_t tid, struct helper_call *a)
+{
+	struct ns_helper *h = ns_helper_get(tid);
+	ssize_t r;
+
+	if (!h)
+		return -EPERM;
+	r = call_retrying(&h, tid, a);
+	ns_helper_put(h);
+	return r;
+}
+
+int ns_helper_stat(pid_t tid, const char *path, int flags, struct stat *st)
+{
+	struct helper_call a = { .op = OP_STAT, .path = path, .flags = flags, .in = (char *)st,
+				 .size = sizeof(*st), .fd = -1 };
+	ssize_t r = call_once(tid, &a);
+
+	return r < 0 ? (int)r : r == (ssize_t)sizeof(*st) ? 0 : -EIO;
+}
+
+ssize_t ns_helper_readlink(pid_t tid, const char *path, char *buf, size_t size)
+{
+	struct helper_call a = { .op = OP_READLINK, .path = path, .in = buf, .size = size,
+				 .fd = -1 };
+
+	return call_once(tid, &a);
+}
+
+int ns_helper_access(pid_t tid, const char *path, int mode, int flags)
+{
+	struct helper_call a = { .op = OP_ACCESS, .path = path, .flags = flags, .off = mode,
+				 .fd = -1 };
+
+	return (int)call_once(tid, &a);
+}
+
+int ns_helper_open_dir(pid_t tid, const char *path)
+{
+	struct helper_call a = { .op = OP_OPEN_DIR, .path = path,
+				 .flags = O_RDONLY | O_DIRECTORY, .fd = -1 };
+	ssize_t r = call_once(tid, &a);
+
+	if (r == 0 && a.fd < 0)
+		return -EIO;
+	return r < 0 ? (int)r : a.fd;
 }

@@ -22,6 +22,7 @@
 #ifndef PROCFAST_NS_HELPER_H
 #define PROCFAST_NS_HELPER_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct ns_helper;
@@ -49,6 +50,18 @@ ssize_t ns_helper_read(struct ns_helper **h, pid_t tid, const char *path, int fl
 		       size_t size, off_t off);
 ssize_t ns_helper_write(struct ns_helper **h, pid_t tid, const char *path, int flags,
 			const char *buf, size_t size, off_t off);
+
+/* As thread tid, in its namespaces, with a helper of its own for the call:
+ * fstatat, readlinkat (bytes, not terminated) and faccessat of path, and
+ * an open of the directory path handed back (an fd, to close). 0 / bytes /
+ * fd, or -errno (EPERM where no helper can be had; EOVERFLOW where the
+ * caller's ids are not mapped in its user namespace, so that no helper can
+ * take them). For the operations a worker must not make itself
+ * (fs/ops/source_op.h). */
+int ns_helper_stat(pid_t tid, const char *path, int flags, struct stat *st);
+ssize_t ns_helper_readlink(pid_t tid, const char *path, char *buf, size_t size);
+int ns_helper_access(pid_t tid, const char *path, int mode, int flags);
+int ns_helper_open_dir(pid_t tid, const char *path);
 
 /* Ends helpers unused for a while (from a periodic thread). */
 void ns_helper_trim(void);

@@ -1,6 +1,7 @@
 /* The operation table and the session-wide settings negotiated at INIT. */
 #include "fs/ops/ops.h"
 
+#include "fs/ops/fair.h"
 #include "fs/ops/settings.h"
 #include "fs/ops/stale.h"
 
@@ -34,7 +35,9 @@ const struct fuse_lowlevel_ops *procfast_ops(void (*connected)(void))
 	static struct fuse_lowlevel_ops ops = { .init = pf_init };
 
 	on_connected = connected;
-	if (!ops.lookup)
+	if (!ops.lookup) {
 		stale_guard_ops(&ops);
+		fair_guard_ops(&ops); /* every request begins here */
+	}
 	return &ops;
 }

@@ -24,11 +24,6 @@ void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask);
 void pf_statfs(fuse_req_t req, fuse_ino_t ino);
-void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
-void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		 size_t size, int flags);
-void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 void pf_readlink(fuse_req_t req, fuse_ino_t ino);
 

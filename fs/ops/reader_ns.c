@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,40 @@ static struct {
 } daemons[RNS_KINDS];
 static int daemon_cwd = -1;
 
+/* fusectl's directory of connections (/sys/fs/fuse/connections): a mount of
+ * its own, attached nowhere, so that it is there whatever the host mounted;
+ * else the host's; -1 when neither can be had. */
+static int fusectl = -1;
+
+static int fusectl_open(void)
+{
+	int fs = (int)syscall(SYS_fsopen, "fusectl", FSOPEN_CLOEXEC), mnt = -1;
+
+	if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+	if (fs >= 0)
+		close(fs);
+	if (mnt < 0)
+		mnt = open("/sys/fs/fuse/connections", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return mnt;
+}
+
+/* Whether a root directory lies in a FUSE mount: entering it (fchdir,
+ * chroot) would ask that mount's server for its permission, and that server
+ * may be this daemon, waiting for the very worker that asks, or one that
+ * need never answer. A FUSE connection, and only one, has a directory in
+ * fusectl named by its device (the kernel's dev_t: major << 20 | minor).
+ * Where that cannot be told, an anonymous device counts as FUSE. */
+static int root_in_fuse_mount(const struct statx *sx)
+{
+	char name[16];
+
+	if (fusectl < 0)
+		return sx->stx_dev_major == 0;
+	snprintf(name, sizeof(name), "%u", sx->stx_dev_major << 20 | sx->stx_dev_minor);
+	return faccessat(fusectl, name, F_OK, 0) == 0;
+}
+
 /* A namespace link's text, "user:[4026531837]" (fs/nsfs.c ns_get_name),
  * names its inode: reading it costs a third of a stat that follows the link,
  * which makes the namespace file's dentry (0.8 against 2.4 µs here, on every
@@ -71,7 +107,9 @@ static int id_of(const char *task, enum reader_ns_kind kind, struct ctx_id *id)
 	id->mnt = 0;
 	if (kinds[kind].type)
 		return ns_ino_of(path, &id->ino);
-	if (statx(self_proc, path, 0, STATX_INO | STATX_MNT_ID, &sx))
+	/* DONT_SYNC: the root may lie in a FUSE mount (this one, say), whose
+	 * server must not be asked: it may be waiting for this very worker. */
+	if (statx(self_proc, path, AT_STATX_DONT_SYNC, STATX_INO | STATX_MNT_ID, &sx))
 		return -errno;
 	id->ino = sx.stx_ino;
 	id->mnt = sx.stx_mnt_id;
@@ -87,6 +125,9 @@ int reader_ns_init(int selfproc)
 {
 	self_proc = selfproc;
 	daemon_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if ((fusectl = fusectl_open()) < 0)
+		log_warn("no fusectl: a reader whose root is on any anonymous device (overlay, "
+			 "tmpfs, FUSE) gets EPERM for what procfs shows relative to its root");
 	for (int k = 0; k < RNS_KINDS; k++) {
 		char path[32];
 
@@ -128,6 +169,7 @@ static struct ns_file {
 	struct ctx_id id;
 	int fd;    /* -1: free slot */
 	int users; /* threads in setns() with it */
+	int fuse;  /* a root directory in a FUSE mount: never entered */
 	uint64_t used_ns;
 } cache[NS_CACHE_SIZE];
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -196,7 +238,7 @@ static struct ns_file *ns_file_get(int tid, int kind, const struct ctx_id *id)
 	char path[48];
 	struct ns_file *f;
 	struct statx sx;
-	int fd;
+	int fd, fuse;
 
 	pthread_once(&cache_once, cache_init);
 	pthread_mutex_lock(&cache_lock);
@@ -212,18 +254,19 @@ static struct ns_file *ns_file_get(int tid, int kind, const struct ctx_id *id)
 	if (fd < 0)
 		return NULL;
 	/* the caller moved between id_of and the open: not the one it named */
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &sx) || sx.stx_ino != id->ino ||
-	    (!kinds[kind].type && sx.stx_mnt_id != id->mnt)) {
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO | STATX_MNT_ID, &sx) ||
+	    sx.stx_ino != id->ino || (!kinds[kind].type && sx.stx_mnt_id != id->mnt)) {
 		close(fd);
 		errno = ESRCH;
 		return NULL;
 	}
+	fuse = !kinds[kind].type && root_in_fuse_mount(&sx);
 	pthread_mutex_lock(&cache_lock);
 	close_idle();
 	if ((f = cache_get(kind, id))) { /* another thread was quicker */
 		close(fd);
 	} else if ((f = slot_to_fill())) {
-		*f = (struct ns_file){ kind, *id, fd, 0, 0 };
+		*f = (struct ns_file){ kind, *id, fd, 0, fuse, 0 };
 	} else {
 		pthread_mutex_unlock(&cache_lock);
 		close(fd);
@@ -279,7 +322,7 @@ static int enter_one(int tid, int kind, const struct ctx_id *id)
 
 	if (!f)
 		return -errno;
-	r = enter(f->fd, kind);
+	r = f->fuse ? -EACCES : enter(f->fd, kind);
 	ns_file_put(f);
 	return r;
 }

@@ -24,6 +24,7 @@
 #include "fs/ops/dir_reply.h"
 #include "fs/log.h"
 #include "fs/ops/settings.h"
+#include "fs/ops/source_op.h"
 
 #define TGID_OFFSET 258 /* fs/proc/base.c: FIRST_PROCESS_ENTRY + 2 */
 
@@ -112,7 +113,7 @@ static int visible(const char *name)
 {
 	struct stat st;
 
-	return pf.hide_level < 2 || fstatat(pf.srcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	return pf.hide_level < 2 || source_stat(name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 void root_dir_fill(struct dir_reply *r, off_t off)

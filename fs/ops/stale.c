@@ -12,6 +12,7 @@
 #include "cache/node.h"
 #include "fs/ops/ops.h"
 #include "fs/ops/stale.h"
+#include "fs/ops/xattr.h"
 
 static int stale(fuse_req_t req, fuse_ino_t ino)
 {
@@ -63,26 +64,26 @@ static void g_statfs(fuse_req_t req, fuse_ino_t ino)
 static void g_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	if (!stale(req, ino))
-		pf_getxattr(req, ino, name, size);
+		xattr_get(req, ino, name, size);
 }
 
 static void g_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (!stale(req, ino))
-		pf_listxattr(req, ino, size);
+		xattr_list(req, ino, size);
 }
 
 static void g_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		       size_t size, int flags)
 {
 	if (!stale(req, ino))
-		pf_setxattr(req, ino, name, value, size, flags);
+		xattr_set(req, ino, name, value, size, flags);
 }
 
 static void g_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	if (!stale(req, ino))
-		pf_removexattr(req, ino, name);
+		xattr_remove(req, ino, name);
 }
 
 static void g_readlink(fuse_req_t req, fuse_ino_t ino)

@@ -1,13 +1,15 @@
 /* How the daemon classifies a name from its text (fs/ops/names.c), and the
- * link text hints kept per directory (cache/link_hints.c). The input is one
+ * link text hints kept per caller thread (cache/link_hints.c). The input is one
  * name (up to its first NUL). Properties, beyond never crashing:
  *  - a name taken as a pid or fd prints back as the same string, and a
  *    name is taken as one exactly when procfs's name_to_int would;
  *  - "self" and "thread-self" only are caller links;
  *  - a one-object link text is a link text;
  *  - a thread path splits into parts that rebuild the same path;
- *  - a link hint put for a text is found for that text. */
+ *  - a link hint put for a text is found for that thread, directory and
+ *    text, and not for another directory. */
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,10 +75,16 @@ static void check_thread_path(const char *path)
 static void check_hint(const char *text, size_t size)
 {
 	uint64_t dir = size * 0x9e3779b97f4a7c15ULL;
-	int fd = (int)(size % 1024);
+	pid_t tid = (pid_t)(size % 4096) + 1;
+	char entry[LINK_HINT_NAME_MAX], got[LINK_HINT_NAME_MAX];
 
-	link_hint_put(dir, text, fd);
-	assert(link_hint_get(dir, text) == fd);
+	snprintf(entry, sizeof(entry), "%zu", size);
+	link_hint_put(tid, dir, entry, text);
+	link_hint_put(tid + 1, dir + 1, "other", text); /* another thread's */
+	link_hint_put(0, dir, entry, text);
+	assert(link_hint_get(tid, dir, text, got) == 0 && !strcmp(got, entry));
+	assert(link_hint_get(tid, dir + 1, text, got) == -ENOENT);
+	assert(link_hint_get(0, dir, text, got) == 0 && !strcmp(got, entry));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# bench/identity.sh — what acting as the caller's whole identity costs (issue 21): the
+# worker takes the caller's effective and fs ids, groups and capabilities; a caller in
+# another user namespace, and any caller on the daemon's own processes, is served by a
+# helper process. Release builds of BASE (before) and of this tree (after) serve one
+# mount each (-o norestart); per round, arms alternating:
+#   - pread of PID/stat of a sleeper (readlat pread, the median of COUNT) as root,
+#     root without capabilities, nobody, and the root of a user namespace of its own
+#     (unshare -Ur: the helper's path after, the worker's before);
+#   - the same as nobody on the server's own PID/stat (the helper's path after);
+#   - `ps -ef` and `lsof -n -P` as root with the mount bound over /proc, and `ps -ef` as
+#     nobody, wall time (the ratios to /proc in the same rounds).
+# Medians over ROUNDS rounds. Writes the section "identity" of bench/RESULTS.md.
+#
+# Run as root: bench/identity.sh    (ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off)
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+settings identity.sh ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off
+[[ $EUID -eq 0 ]] || { echo "identity.sh: must run as root" >&2; exit 1; }
+
+declare -A MNT DAEMON
+cleanup() {
+	local arm
+	for arm in "${!MNT[@]}"; do unmount_all "${MNT[$arm]}"; done
+	for arm in "${!DAEMON[@]}"; do kill "${DAEMON[$arm]}" 2>/dev/null || true; done
+	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
+	release_pair_remove
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+release_pair "$BASE"
+chmod 755 "$WORK" "$WORK/readlat"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+for arm in before after; do
+	MNT[$arm]=$WORK/mnt-$arm
+	mkdir -p "${MNT[$arm]}"
+	bin=$WORK/base-build/procfast
+	[[ $arm == after ]] && bin=$WORK/cur-build/procfast
+	"$bin" -f -o "norestart,uring=$URING" "${MNT[$arm]}" 2>"$WORK/$arm.log" &
+	DAEMON[$arm]=$!
+	for _ in $(seq 100); do mountpoint -q "${MNT[$arm]}" && break; sleep 0.05; done
+	mountpoint -q "${MNT[$arm]}" || { echo "identity.sh: $arm not mounted" >&2; exit 1; }
+done
+sleep 600 &
+SLEEPER=$!
+
+as() { # PERSONA CMD...: runs CMD as that caller
+	local who=$1
+	shift
+	case $who in
+	root) "$@" ;;
+	nocaps) setpriv --inh-caps=-all --bounding-set=-all "$@" ;;
+	nobody) setpriv --reuid=65534 --regid=65534 --clear-groups "$@" ;;
+	userns) unshare -Ur "$@" ;;
+	esac
+}
+
+pread_ns() { # ARM PERSONA PID
+	as "$2" "$WORK/readlat" pread "${MNT[$1]}/$3/stat" "$COUNT" | cut -d' ' -f1
+}
+
+wall_ms() { # PERSONA SRC CMD: ms of CMD with SRC bound over /proc
+	local t0 t1
+	t0=$(date +%s%N)
+	unshare -m --propagation private sh -c "mount --bind $2 /proc && exec setpriv $(
+		[[ $1 == nobody ]] && echo '--reuid=65534 --regid=65534 --clear-groups') $3" >/dev/null 2>&1
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000))
+}
+
+declare -A S
+add() { S[$1]="${S[$1]:-} $2"; }
+for round in $(seq "$ROUNDS"); do
+	arms=(before after)
+	((round % 2)) || arms=(after before)
+	for arm in "${arms[@]}"; do
+		for who in root nocaps nobody userns; do
+			add "$arm.$who" "$(pread_ns "$arm" "$who" "$SLEEPER")"
+		done
+		add "$arm.own" "$(pread_ns "$arm" nobody "${DAEMON[$arm]}")"
+		add "$arm.ps" "$(wall_ms root "${MNT[$arm]}" "ps -ef")"
+		add "$arm.psnobody" "$(wall_ms nobody "${MNT[$arm]}" "ps -ef")"
+		add "$arm.lsof" "$(wall_ms root "${MNT[$arm]}" "lsof -n -P")"
+	done
+	add proc.ps "$(wall_ms root /proc "ps -ef")"
+	add proc.psnobody "$(wall_ms nobody /proc "ps -ef")"
+	add proc.lsof "$(wall_ms root /proc "lsof -n -P")"
+done
+
+med() { samples_median "${S[$1]}"; }
+prow() { # KEY LABEL
+	local b a
+	b=$(med "before.$1")
+	a=$(med "after.$1")
+	echo "| $2 | $(ns_us "$b") | $(ns_us "$a") | $(ratio_of "$a" "$b") |"
+}
+trow() { # KEY LABEL
+	local p b a
+	p=$(med "proc.$1")
+	b=$(med "before.$1")
+	a=$(med "after.$1")
+	echo "| $2 | $(ns_us "$p") | $(ns_us "$b") | $(ns_us "$a") | $(ratio_of "$b" "$p") | $(ratio_of "$a" "$p") |"
+}
+
+section="<!-- identity:begin -->
+## The caller's whole identity (issue 21)
+
+Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs,
+load average $LOAD_BEFORE before, $(cut -d' ' -f1-3 /proc/loadavg) after. Release builds of
+$BASE (before) and of this tree ($(git -C "$ROOT" rev-parse --short HEAD)) serve \`-o norestart,uring=$URING\`
+side by side; arms alternate within each of $ROUNDS rounds; medians of the rounds.
+
+pread of \`PID/stat\` (median of $COUNT per round), µs:
+
+| caller | before | after | after / before |
+|---|---|---|---|
+$(prow root "root (the daemon's equal: nothing switched)")
+$(prow nocaps "root without capabilities")
+$(prow nobody "nobody")
+$(prow userns "root of its own user namespace (\`unshare -Ur\`): a helper after")
+$(prow own "nobody, on the daemon's own server (a helper after)")
+
+Tools, wall ms (with the mount bound over \`/proc\` in a private mount namespace):
+
+| command | /proc | before | after | before / proc | after / proc |
+|---|---|---|---|---|---|
+$(trow ps "\`ps -ef\` as root")
+$(trow psnobody "\`ps -ef\` as nobody")
+$(trow lsof "\`lsof -n -P\` as root")
+
+After, a switched caller costs the effective ids too (\`setresgid\`, \`setresuid\`, and
+the fs ids after them, twice each) and, for every caller, a \`readlinkat\` of its
+\`ns/user\` (a caller in another user namespace is the helper's, whatever its
+capabilities). A helper's request is two messages on a socket pair and the helper's
+own switch; it opens the file again at each read.
+<!-- identity:end -->"
+write_section identity "$section"
+echo "$section"
