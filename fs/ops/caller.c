@@ -65,10 +65,10 @@ static int caps_set_effective(uint64_t eff)
  * CAP_SETPCAP: a user's own mount) never switches anyway. */
 static void keep_caps_across_id_changes(void)
 {
-	int bits = prctl(PR_GET_SECUREBITS);
+	int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
 
 	if (bits >= 0 && !(bits & SECBIT_NO_SETUID_FIXUP))
-		prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP);
+		prctl(PR_SET_SECUREBITS, (unsigned long)(bits | SECBIT_NO_SETUID_FIXUP), 0, 0, 0);
 }
 
 int caller_init(int selfproc)

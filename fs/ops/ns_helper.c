@@ -356,6 +356,8 @@ static pid_t maker_pid;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ns_helper *helpers[MAX_HELPERS];
 
+static void keep_own(void);
+
 int ns_helper_init(int srcfd, int selfproc)
 {
 	int sv[2];
@@ -376,6 +378,7 @@ int ns_helper_init(int srcfd, int selfproc)
 	close(sv[1]);
 	maker = sv[0];
 	maker_pid = pid;
+	keep_own();
 	return 0;
 }
 
@@ -468,6 +471,17 @@ out:
 	return h;
 }
 
+static void keep_own(void)
+{
+	const unsigned long none[NKINDS] = { 0 };
+	struct ns_helper *h = spawn(0, none);
+
+	if (!h)
+		return; /* made at its first use then */
+	h->used_ns = now_ns();
+	helpers[0] = h; /* the table's reference */
+}
+
 /* The live helper in those namespaces; a dead one there leaves the table. */
 static struct ns_helper *find(const unsigned long *ino, struct ns_helper **gone)
 {
@@ -530,6 +544,16 @@ struct ns_helper *ns_helper_get(pid_t tid)
 	return h;
 }
 
+/* The helper in the daemon's own namespaces (for its own processes): made
+ * at start and kept, so that the daemon's fds at rest count it. */
+static int in_daemons_namespaces(const struct ns_helper *h)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		if (h->ino[i])
+			return 0;
+	return 1;
+}
+
 void ns_helper_trim(void)
 {
 	struct ns_helper *gone[MAX_HELPERS];
@@ -540,7 +564,7 @@ void ns_helper_trim(void)
 	for (int i = 0; i < MAX_HELPERS; i++) {
 		struct ns_helper *h = helpers[i];
 
-		if (h && now - h->used_ns > HELPER_IDLE_NS) {
+		if (h && now - h->used_ns > HELPER_IDLE_NS && !in_daemons_namespaces(h)) {
 			helpers[i] = NULL;
 			if (--h->refs == 0)
 				gone[n++] = h;

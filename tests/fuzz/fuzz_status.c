@@ -1,5 +1,5 @@
-/* status_tgid, status_groups and status_fsids (cache/proc_fields.c), which
- * read a caller's thread group, supplementary groups and filesystem ids from
+/* status_tgid, status_groups and status_ids (cache/proc_fields.c), which
+ * read a caller's thread group, supplementary groups and user and group ids from
  * PID/status, two ways:
  *  - the input as the text read (truncated to the reader's buffer): never
  *    crashes, never reads past the text nor stores past max groups;
@@ -22,8 +22,7 @@ static void parse_raw(const uint8_t *data, size_t size)
 	size_t n = size < READ_BUF - 1 ? size : READ_BUF - 1;
 	char *text = malloc(n + 1);
 	gid_t *groups = malloc(MAX_GROUPS * sizeof(gid_t));
-	uid_t u;
-	gid_t g;
+	struct task_ids ids;
 	int ng;
 
 	if (text && groups) {
@@ -32,7 +31,7 @@ static void parse_raw(const uint8_t *data, size_t size)
 		assert(status_tgid(text) >= 0);
 		ng = status_groups(text, groups, MAX_GROUPS);
 		assert(ng >= 0 && ng <= MAX_GROUPS);
-		assert(status_fsids(text, &u, &g) == 0 || status_fsids(text, &u, &g) == -1);
+		assert(status_ids(text, &ids) == 0 || status_ids(text, &ids) == -1);
 	}
 	free(text);
 	free(groups);
@@ -58,8 +57,7 @@ static void differential(const uint8_t *data, size_t size)
 	gid_t want[MAX_GROUPS], got[MAX_GROUPS];
 	int ngroups, got_n;
 	uint32_t fsuid, fsgid;
-	uid_t u;
-	gid_t g;
+	struct task_ids ids;
 	pid_t tgid;
 	size_t len = 0;
 
@@ -89,7 +87,9 @@ static void differential(const uint8_t *data, size_t size)
 	len += filler(text + len, data, size);
 	text[len] = '\0';
 	assert(status_tgid(text) == tgid);
-	assert(status_fsids(text, &u, &g) == 0 && u == fsuid && g == fsgid);
+	assert(status_ids(text, &ids) == 0 && ids.uid[IDS_FS] == fsuid && ids.gid[IDS_FS] == fsgid);
+	assert(ids.uid[IDS_REAL] == 1 && ids.uid[IDS_EFFECTIVE] == 2 && ids.uid[IDS_SAVED] == 3);
+	assert(ids.gid[IDS_REAL] == 4 && ids.gid[IDS_EFFECTIVE] == 5 && ids.gid[IDS_SAVED] == 6);
 	got_n = status_groups(text, got, MAX_GROUPS);
 	assert(got_n == ngroups);
 	assert(!memcmp(got, want, sizeof(gid_t) * (size_t)ngroups));
