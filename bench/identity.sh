@@ -130,11 +130,12 @@ $(trow ps "\`ps -ef\` as root")
 $(trow psnobody "\`ps -ef\` as nobody")
 $(trow lsof "\`lsof -n -P\` as root")
 
-After, a switched caller costs the effective ids too (\`setresgid\`, \`setresuid\`, and
-the fs ids after them, twice each) and, for every caller, a \`readlinkat\` of its
-\`ns/user\` (a caller in another user namespace is the helper's, whatever its
-capabilities). A helper's request is two messages on a socket pair and the helper's
-own switch; it opens the file again at each read.
+After, a switched caller costs its effective ids too (\`setresgid\` and \`setresuid\`
+there and back; the fs ids only where they differ from them), and a caller with
+capabilities a \`readlinkat\` of its \`ns/user\` at each request (one without has it
+cached with its groups). A caller in another user namespace, and any caller on the
+daemon's own processes, is a helper's: two messages on a socket pair and the helper's
+own switch, and the helper opens the file again at each read.
 <!-- identity:end -->"
 write_section identity "$section"
 echo "$section"
