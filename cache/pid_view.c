@@ -1,4 +1,7 @@
 #include "cache/pid_view.h"
+#include "cache/kernel_feature.h"
+#include "cache/pid_translator.h"
+#include "fs/log.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -16,35 +19,56 @@
 #define MAX_PID (1 << 22) /* PID_MAX_LIMIT */
 #define CHUNK 1024
 
-static int view_fd = -1;
+static int view_fd = -1; /* the namespace's file, for the ioctls */
+static int active;       /* a view: by the ioctls, or by the translator */
 /* daemon tgid -> view tgid for the leaders the view holds, in chunks made
  * on first use: pids cluster, so few chunks are ever touched. */
 static pid_t *leader_map[MAX_PID / CHUNK];
 
+/* The daemon itself is outside the view: ESRCH proves the ioctl exists. */
+static int ioctl_works(int nsfd)
+{
+	return kernel_feature_allowed(KF_PID_IOCTL) &&
+	       (ioctl(nsfd, NS_GET_PID_IN_PIDNS, getpid()) >= 0 || errno == ESRCH);
+}
+
 int pid_view_init(int nsfd)
 {
+	int r;
+
 	if (nsfd < 0)
 		return 0;
-	/* The daemon itself is outside the view: ESRCH proves the ioctl exists. */
-	if (ioctl(nsfd, NS_GET_PID_IN_PIDNS, getpid()) < 0 && errno != ESRCH)
-		return -errno;
-	view_fd = nsfd;
+	if (ioctl_works(nsfd)) {
+		view_fd = nsfd;
+		active = 1;
+		return 0;
+	}
+	if ((r = pid_translator_start(nsfd)))
+		return r;
+	close(nsfd); /* the spawner has entered it */
+	active = 1;
+	log_info("pidns view: pids translated by a process in the namespace (%s)",
+		 kernel_feature_allowed(KF_PID_IOCTL) ? "the kernel has no nsfs pid ioctls"
+						      : "without=pid_ioctl");
 	return 0;
 }
 
 int pid_view_active(void)
 {
-	return view_fd >= 0;
+	return active;
 }
 
 static pid_t translate(unsigned long op, pid_t pid)
 {
 	int r;
 
-	if (view_fd < 0)
+	if (!active)
 		return pid;
 	if (pid <= 0)
 		return 0;
+	if (view_fd < 0)
+		return op == NS_GET_PID_FROM_PIDNS ? pid_translator_to_daemon(pid)
+						   : pid_translator_from_daemon(pid);
 	r = ioctl(view_fd, op, pid);
 	return r > 0 ? r : 0;
 }
@@ -83,7 +107,7 @@ pid_t pid_view_leader_born(pid_t daemon_tgid)
 {
 	pid_t v = pid_view_from_daemon(daemon_tgid);
 
-	if (view_fd >= 0)
+	if (active)
 		remember(daemon_tgid, v); /* 0: a reused pid outside the view */
 	return v;
 }
@@ -92,7 +116,7 @@ void pid_view_leader_seen(pid_t view_tgid)
 {
 	pid_t d;
 
-	if (view_fd >= 0 && (d = pid_view_to_daemon(view_tgid)))
+	if (active && (d = pid_view_to_daemon(view_tgid)))
 		remember(d, view_tgid);
 }
 
@@ -100,7 +124,7 @@ pid_t pid_view_leader_known(pid_t daemon_tgid)
 {
 	pid_t *slot;
 
-	if (view_fd < 0)
+	if (!active)
 		return daemon_tgid;
 	slot = map_slot(daemon_tgid, 0);
 	return slot ? *slot : 0;
@@ -108,7 +132,7 @@ pid_t pid_view_leader_known(pid_t daemon_tgid)
 
 void pid_view_leader_gone(pid_t daemon_tgid)
 {
-	pid_t *slot = view_fd < 0 ? NULL : map_slot(daemon_tgid, 0);
+	pid_t *slot = !active ? NULL : map_slot(daemon_tgid, 0);
 
 	if (slot)
 		*slot = 0;

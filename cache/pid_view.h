@@ -3,8 +3,10 @@
  * A view's names and source paths carry the view's pids, as a procfs mounted
  * inside that namespace would show them; pidfds, kcmp, FUSE callers and
  * process events carry the daemon's. This translates between the two with
- * the nsfs ioctls (Linux 6.8+), one syscall each. Without a view both are
- * the identity.
+ * the nsfs ioctls (Linux 6.8+), one syscall each, or where the kernel has
+ * none of them (or -o without=pid_ioctl) through a process in the view's
+ * namespace (cache/pid_translator.h), some microseconds each. Without a
+ * view both are the identity.
  *
  * Leaders' translations are also remembered, for the event listener: an
  * EXIT event may be read after the process was reaped, when the kernel can
@@ -15,8 +17,9 @@
 
 #include <sys/types.h>
 
-/* nsfd: the namespace's nsfs file, or -1 for the daemon's own namespace.
- * 0, or -errno (-ENOTTY: the kernel cannot translate pids). */
+/* nsfd: the namespace's nsfs file (kept, or closed once the translator's
+ * spawner entered it), or -1 for the daemon's own namespace. Before any
+ * thread. 0, or -errno (-ESRCH: the namespace has no init any more). */
 int pid_view_init(int nsfd);
 int pid_view_active(void);
 

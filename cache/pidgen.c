@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cache/kernel_feature.h"
 #include "cache/pid_view.h"
 #include "cache/proc_fields.h"
 #include "cache/procfile.h"
@@ -52,6 +53,9 @@ static int task_pidfd(pid_t pid, unsigned flags)
 static int pidfs_usable(void)
 {
 	struct stat a, b;
+
+	if (!kernel_feature_allowed(KF_PIDFS))
+		return 0;
 	__do_close int fa = pidfd_open_any(getpid(), 0);
 	__do_close int fb = pidfd_open_any(getppid(), 0);
 

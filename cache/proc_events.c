@@ -1,4 +1,5 @@
 #include "cache/proc_events.h"
+#include "cache/kernel_feature.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -177,7 +178,8 @@ static int subscribe(void)
 	uint32_t op = PROC_CN_MCAST_LISTEN;
 	int r;
 
-	if ((r = send_listen(&filtered, sizeof(filtered), 0x70660001)) == 0 &&
+	if (kernel_feature_allowed(KF_EVENT_FILTER) &&
+	    (r = send_listen(&filtered, sizeof(filtered), 0x70660001)) == 0 &&
 	    (r = wait_ack_or_event(0x70660001, fork_probe())) != -ETIMEDOUT)
 		return r;
 	if ((r = send_listen(&op, sizeof(op), 0x70660002)))
@@ -238,6 +240,7 @@ static size_t nnotices, notices_cap;
 static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
 static int notices_closed;
+static int notifier_joined;
 static pthread_t notifier;
 
 static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
@@ -249,6 +252,10 @@ static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
 	    !(kind == NOTICE_THREAD && hooks.named(group)))
 		return;
 	pthread_mutex_lock(&notice_lock);
+	if (notices_closed) {
+		pthread_mutex_unlock(&notice_lock);
+		return;
+	}
 	if (nnotices == notices_cap) {
 		size_t cap = notices_cap ? notices_cap * 2 : 256;
 		struct notice *more = cap <= 1 << 20 ? realloc(notices, cap * sizeof(*more)) : NULL;
@@ -551,6 +558,21 @@ int proc_events_run(void)
 	return 0;
 }
 
+void proc_events_stop_notices(void)
+{
+	if (kick_fd < 0 || notifier_joined)
+		return;
+	pthread_mutex_lock(&notice_lock);
+	notices_closed = 1;
+	free(notices);
+	notices = NULL;
+	nnotices = notices_cap = 0;
+	pthread_cond_signal(&notice_cond);
+	pthread_mutex_unlock(&notice_lock);
+	pthread_join(notifier, NULL);
+	notifier_joined = 1;
+}
+
 void proc_events_stop(void)
 {
 	if (running) {
@@ -561,7 +583,7 @@ void proc_events_stop(void)
 			log_err("cannot stop the event listener: %s", strerror(errno));
 		pthread_join(thread, NULL);
 	}
-	if (kick_fd >= 0) { /* the notifier was started too */
+	if (kick_fd >= 0 && !notifier_joined) { /* the notifier was started too */
 		pthread_mutex_lock(&notice_lock);
 		notices_closed = 1;
 		pthread_cond_signal(&notice_cond);

@@ -46,6 +46,11 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 
 /* Starts the listener thread (after daemonizing). */
 int proc_events_run(void);
+/* Before a server stops serving: the notifier's writes to the kernel may
+ * wait for a lookup that only a serving server answers, so it ends first,
+ * and the notices after are dropped (the next server's node ids make every
+ * kernel entry of this one stale anyway). */
+void proc_events_stop_notices(void);
 void proc_events_stop(void);
 
 /* Applies the events queued so far before a listing is served, so that

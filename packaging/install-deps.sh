@@ -8,10 +8,14 @@ set -eu
 # uidmap), busybox-static and keyutils also tests of BusyBox tools and of keys;
 # libc6-dev (build-essential) has the static libc for procfast-enter; lxcfs: the
 # peer tests/test_resources*.py and bench/resources.sh compare with (its service is
-# stopped and disabled: the tests start their own on scratch mount points).
+# stopped and disabled: the tests start their own on scratch mount points);
+# catatonit and python3-yaml: tests/test_kubernetes.py (podman kube play's pod
+# infra container; reading the specs); qemu-system-x86, busybox-static and kmod:
+# tests/guest/run (installed there when missing).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev liburing-dev \
       python3 python3-pytest procps psmisc lsof util-linux bindfs hyperfine dpkg-dev file \
-      clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils lxcfs"
+      clang libclang-rt-dev cppcheck valgrind podman runc busybox-static keyutils lxcfs \
+      catatonit python3-yaml"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

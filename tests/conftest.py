@@ -16,6 +16,21 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("PROCFAST_BIN", os.path.join(ROOT, "build", "procfast"))
 HELPERS = os.environ.get("PROCFAST_HELPERS", os.path.join(os.path.dirname(BIN), "tests"))
+# PROCFAST_WITHOUT=pidfs:pid_ioctl:...: every daemon the tests start behaves as on a kernel
+# without those interfaces (-o without=, cache/kernel_feature.h), to test the fallbacks here.
+WITHOUT = os.environ.get("PROCFAST_WITHOUT", "")
+
+
+def with_without(options):
+    """options (-o values) with PROCFAST_WITHOUT's names added to their without=."""
+    options = list(options)
+    if not WITHOUT:
+        return options
+    for i, o in enumerate(options):
+        if o.startswith("without="):
+            options[i] = o + ":" + WITHOUT
+            return options
+    return options + ["without=" + WITHOUT]
 
 
 def is_ns_helper(pid):
@@ -37,7 +52,7 @@ class Mount:
         self.path = tempfile.mkdtemp(prefix="procfast-test-")
         self.log = tempfile.NamedTemporaryFile(prefix="procfast-log-", delete=False)
         args = list(prefix) + [binary or BIN, "-f"]
-        for o in options:
+        for o in with_without(options):
             args += ["-o", o]
         args.append(self.path)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,

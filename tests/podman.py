@@ -212,9 +212,40 @@ class Session:
             wait_for(lambda: not self.view_daemons(), "view daemons to end", timeout=20)
         except AssertionError:
             pass
-        left = {"containers": self.containers(), "mounts": self.view_mounts(),
+        left = {"containers": self.containers(), "pods": self.pods(), "mounts": self.view_mounts(),
                 "daemons": self.view_daemons(), "view dirs": os.listdir(self.views)}
         return {k: v for k, v in left.items() if v}
+
+    def kube_play(self, pod):
+        """podman kube play of one Pod (a dict): named and labelled as ours, its images
+        (any) replaced by ours. The result (check=False: a refused pod's too)."""
+        pod = json.loads(json.dumps(pod))
+        pod["metadata"]["name"] += "-" + self.owner
+        pod["metadata"].setdefault("labels", {})[LABEL] = self.owner
+        for c in pod["spec"]["containers"]:
+            c["image"] = self.image
+        path = os.path.join(self.work, pod["metadata"]["name"] + ".json")
+        with open(path, "w") as f:
+            json.dump(pod, f)  # JSON is YAML
+        env = dict(os.environ, CONTAINERS_CONF=self._kube_conf())
+        r = podman("kube", "play", path, check=False, env=env)
+        return pod["metadata"]["name"], r
+
+    def _kube_conf(self):
+        """kube play has no --ulimit: the same limits as containers.conf defaults."""
+        path = os.path.join(self.work, "containers.conf")
+        limits = ", ".join('"%s"' % ULIMITS[i + 1] for i in range(0, len(ULIMITS), 2))
+        with open(path, "w") as f:
+            f.write("[containers]\ndefault_ulimits = [%s]\n" % limits)
+        return path
+
+    def pods(self):
+        r = podman("pod", "ps", "-q", "--no-trunc", "--filter", "label=%s=%s" % (LABEL, self.owner))
+        return r.stdout.split()
+
+    def remove_pods(self):
+        for pod in self.pods():
+            podman("pod", "rm", "-f", "-t", "0", pod, check=False)
 
     def remove_containers(self):
         for cid in self.containers():
@@ -222,6 +253,7 @@ class Session:
 
     def close(self):
         """Removes everything of ours, then fails if something had to be forced."""
+        self.remove_pods()
         self.remove_containers()
         left = self.leftovers()
         for path in self.view_mounts():
@@ -234,7 +266,14 @@ class Session:
 
 
 def remove_stale():
-    """Containers and images of sessions that were killed before they could clean up."""
+    """Containers, pods and images of sessions that were killed before they could clean
+    up."""
+    r = podman("pod", "ps", "--filter", "label=" + LABEL,
+               "--format", '{{.ID}} {{index .Labels "%s"}}' % LABEL, check=False)
+    for line in r.stdout.splitlines():
+        pid, _, owner = line.partition(" ")
+        if not owner_alive(owner):
+            podman("pod", "rm", "-f", "-t", "0", pid, check=False)
     r = podman("ps", "-a", "--no-trunc", "--filter", "label=" + LABEL,
                "--format", '{{.ID}} {{index .Labels "%s"}}' % LABEL, check=False)
     for line in r.stdout.splitlines():
@@ -245,3 +284,73 @@ def remove_stale():
     for repo in r.stdout.split():
         if repo.startswith(IMAGE_PREFIX) and not owner_alive(repo[len(IMAGE_PREFIX):]):
             podman("rmi", "-f", repo, check=False)
+
+
+# The Kubernetes DaemonSet's container (packaging/kubernetes/) run as podman would ------
+
+KUBE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "packaging", "kubernetes")
+NODE_BIN = "/opt/procfast/procfast"  # where the daemon containers see the binary
+
+
+class NodeDir:
+    """A directory standing for a node's /var/lib/procfast: bound on itself and made
+    rshared, as a Bidirectional hostPath needs, so that the daemon containers' mounts
+    below it reach the host and the consumers."""
+
+    def __init__(self):
+        self.path = tempfile.mkdtemp(prefix="procfast-test-node-")
+        subprocess.run(["mount", "--bind", self.path, self.path], check=True)
+        subprocess.run(["mount", "--make-rshared", self.path], check=True)
+
+    def mounts(self):
+        """{mount point: mount id} of the mounts below it, seen from the host."""
+        found = {}
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if fields[4].startswith(self.path + "/"):
+                    found[fields[4]] = fields[0]
+        return found
+
+    def close(self):
+        """Detaches whatever is left below it and removes it: what was left."""
+        left = self.mounts()
+        for point in sorted(left, reverse=True):
+            subprocess.run(["umount", "-l", point], check=False)
+        subprocess.run(["umount", "-l", self.path], check=False)
+        shutil.rmtree(self.path, ignore_errors=True)
+        return left
+
+
+def node_options(node, procfast_bin, caps):
+    """podman's equivalent of the DaemonSet's pod: hostPID (--pid=host), hostNetwork,
+    exactly caps (not privileged: podman allows rshared without it), /dev/fuse, the
+    hostPath with Bidirectional (rshared). The image is the tests' (the host's /usr
+    bound), the entrypoint and procfast_bin bound in."""
+    return (["--pid=host", "--network=host", "--cap-drop=all"] +
+            ["--cap-add=" + c for c in caps] +
+            ["--device", "/dev/fuse", "-v", "/usr:/usr:ro",
+             "-v", "%s:%s:ro" % (procfast_bin, NODE_BIN),
+             "-v", "%s:/opt/procfast/procfast-node:ro" % os.path.join(KUBE_DIR, "procfast-node"),
+             "-e", "PROCFAST_BIN=" + NODE_BIN,
+             "-e", "PROCFAST_CAPS=" + ",".join(c.lower() for c in caps),
+             "-v", "%s:/var/lib/procfast:rshared" % node.path])
+
+
+def node_ready(container):
+    """The DaemonSet's readiness probe, run in the container."""
+    return container.exec("/opt/procfast/procfast-node", "ready", check=False).returncode == 0
+
+
+def node_daemons():
+    """Processes of the daemon containers' procfast (its argv[0] is NODE_BIN)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read().split(b"\0")[0] == NODE_BIN.encode():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found

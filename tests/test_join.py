@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BIN, Mount
+from conftest import BIN, Mount, with_without
 from test_restart import assert_ended, requests_held_when_given_up
 from test_views import Container, compare, ps_ef_rows
 
@@ -48,7 +48,7 @@ class Handed:
     def __init__(self, daemon, options=()):
         self.daemon = daemon
         self.path = tempfile.mkdtemp(prefix="procfast-test-")
-        opts = ",".join(["daemon=" + daemon.socket] + list(options))
+        opts = ",".join(with_without(["daemon=" + daemon.socket] + list(options)))
         self.result = subprocess.run([BIN, "-o", opts, self.path], capture_output=True,
                                      text=True, timeout=60)
 

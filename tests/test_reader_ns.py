@@ -320,8 +320,15 @@ def test_pid_namespace_entries_fail_closed(mnt):
     assert res[1][1] == "errno:EPERM", res[1]
     assert res[2][0].strip().isdigit() and res[2][1] == "errno:EPERM", res[2]
     assert res[3][0] == res[3][1]  # entries of other namespaces are served
+    checked = 0
     for real, mounted in res[4:]:  # pids in the reader's pid namespace
-        assert not real.startswith("errno") and mounted == "errno:EPERM", (real, mounted)
+        if real.startswith("errno"):
+            # not on this kernel (memfd_noexec came in 6.3): the mount has none either
+            assert mounted == real, (real, mounted)
+        else:
+            assert mounted == "errno:EPERM", (real, mounted)
+            checked += 1
+    assert checked >= 2, res[4:]  # cad_pid and sysvipc/shm are on every kernel
 
 
 def test_caller_outside_the_pid_namespace_fails_closed(tmp_path):

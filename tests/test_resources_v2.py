@@ -5,6 +5,11 @@ cpu.max, cpu.stat, io.stat and cgroup.procs below). The reader is placed in a cg
 the host's real, empty v2 hierarchy, so that its /proc/PID/cgroup names the path; the
 scratch tree holds the numbers at that path. Every expectation is made here from the
 numbers written into the tree by LXCFS's rules, and from the host's own files.
+
+The kernel's own v2 files, against LXCFS, are tested in the guest
+(tests/guest/test_cgroup_v2.py); this file covers the shapes the guest does not make:
+non-zero Dirty, Writeback, AnonHugePages and Unevictable, swap in use
+(memory.swap.current > 0), and a cgroup without the cpuset controller.
 """
 import os
 import shutil

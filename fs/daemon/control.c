@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fs/cleanup.h"
+#include "fs/daemon/takeover.h"
 #include "fs/log.h"
 
 #define MAX_MSG 16384
@@ -153,6 +154,10 @@ static int receive(int conn, struct join_request *r)
 	if (n < 0)
 		return -errno;
 	take_fds(&mh, r);
+	if (r->fuse_fd < 0 && n == sizeof(TAKEOVER_HELLO) && !memcmp(buf, TAKEOVER_HELLO, (size_t)n)) {
+		r->successor = 1;
+		return 0;
+	}
 	if (r->fuse_fd < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EINVAL;
 	return control_parse_payload(buf, (size_t)n, r);

@@ -14,6 +14,7 @@ struct join_request {
 	pid_t sender;     /* the sending process, as the socket saw it */
 	char **argv;      /* the sender's command line, NULL-terminated */
 	char *buf;        /* holds the strings */
+	int successor;    /* not a mount: a daemon to take ours over (takeover.h) */
 };
 
 /* The daemon's listening socket at path (no access for group or others), taking over a socket

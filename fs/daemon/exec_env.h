@@ -15,6 +15,7 @@
 #define JOINED_RINGS_ENV "PROCFAST_JOINED_RINGS" /* upgrade: their ring buffers' fds */
 #define JOINED_CONNS_ENV "PROCFAST_JOINED_CONNS" /* upgrade: their fusectl numbers */
 #define CONTROL_FD_ENV "PROCFAST_CONTROL_FD" /* upgrade: the control= socket */
+#define SUCCESSOR_FD_ENV "PROCFAST_SUCCESSOR_FD" /* upgrade: a takeover's successor (takeover.h) */
 
 /* Leaves fd open across execve, named in the environment as name. 0, or -1
  * with errno. */

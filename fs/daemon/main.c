@@ -21,11 +21,14 @@
 #include "cache/tgid_index.h"
 #include "fs/cleanup.h"
 #include "fs/daemon/control.h"
+#include "fs/daemon/drain.h"
 #include "fs/daemon/fuse_conn.h"
 #include "fs/daemon/options.h"
+#include "fs/daemon/pidfile.h"
 #include "fs/daemon/privileges.h"
 #include "fs/daemon/source.h"
 #include "fs/daemon/supervisor.h"
+#include "fs/daemon/takeover.h"
 #include "fs/daemon/transport.h"
 #include "fs/daemon/uring.h"
 #include "fs/log.h"
@@ -72,8 +75,9 @@ static int open_source(const struct options *o)
 	pf.hide_level = o->hide_level;
 	if ((r = pid_view_init(src.nsfd))) {
 		fprintf(stderr, "procfast: pidns=%s: %s\n", o->pidns,
-			r == -ENOTTY ? "this kernel cannot translate pids (Linux 6.8 or later needed)"
-				     : strerror(-r));
+			r == -ESRCH ? "the pid namespace has no init process any more"
+				    : r == -EPERM ? "cannot translate pids: no right to enter the namespace"
+						  : strerror(-r));
 		return -1;
 	}
 	return 0;
@@ -243,7 +247,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	if ((r = resources_init(o->res_mode, o->cgroup_root, pf.selfproc)))
 		log_warn("resources: %s: every file is the host's", strerror(-r));
 	shares_setup(cmd, o);
-	if (fuse_set_signal_handlers(se))
+	if (fuse_set_signal_handlers(se) || drain_init(se, proc_events_stop_notices))
 		return 1;
 	if (transport_attach(se, o->uring_mode, o->uring_threads, cmd->mountpoint,
 			     role == SERVE_RESUMED, executed)) {
@@ -391,6 +395,11 @@ int main(int argc, char *argv[])
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
 	resume_fd = supervisor_resume_fd();
+	if (o.takeover && resume_fd < 0 && serve_only == SUPERVISOR_DONE &&
+	    (r = takeover_succeed(o.control, cmd.foreground, o.pidfile, argv))) {
+		ret = r == 1 ? 0 : 1;
+		goto out;
+	}
 	if (resume_fd < 0 && (preflight(cmd.mountpoint) || transport_preflight(o.uring_mode)))
 		goto out;
 	if (resume_fd < 0 && already_procfast(cmd.mountpoint)) {
@@ -444,6 +453,8 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	if (!cmd.foreground)
 		log_to_syslog();
+	if (serve_only == SUPERVISOR_DONE && pidfile_write(o.pidfile))
+		goto out_unmount;
 	/* before the servers are forked: they share the rings' buffers */
 	transport_reserve(o.uring_mode, o.uring_threads, rings_fd);
 	if (rings_fd >= 0) /* mapped, or not to be: the supervisor holds it */
@@ -462,10 +473,13 @@ out_session_or_unmount:
 			goto out_session;
 	}
 out_unmount:
-	unmount_own();
-	/* ours: made above, or handed on by the supervisor an upgrade replaced */
-	if (o.control && (control >= 0 || role == SUPERVISOR_DONE))
-		unlink(o.control);
+	/* a successor serves our mounts now, and listens at our socket */
+	if (!supervisor_handed_over()) {
+		unmount_own();
+		/* ours: made above, or handed on by the supervisor an upgrade replaced */
+		if (o.control && (control >= 0 || role == SUPERVISOR_DONE))
+			unlink(o.control);
+	}
 out_session:
 	if (se)
 		fuse_session_destroy(se);

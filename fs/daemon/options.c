@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/kernel_feature.h"
 #include "fs/daemon/transport.h"
 #include "fs/res/resources.h"
 
@@ -26,6 +27,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "gid=%s", offsetof(struct options, gid), 0 },
 	{ "control=%s", offsetof(struct options, control), 0 },
 	{ "daemon=%s", offsetof(struct options, daemon), 0 },
+	{ "takeover", offsetof(struct options, takeover), 1 },
+	{ "pidfile=%s", offsetof(struct options, pidfile), 0 },
 	{ "resources=%s", offsetof(struct options, resources), 0 },
 	{ "cgroup_root=%s", offsetof(struct options, cgroup_root), 0 },
 	{ "uring=%s", offsetof(struct options, uring), 0 },
@@ -33,6 +36,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "max_handles_per_uid=%u", offsetof(struct options, max_handles_per_uid), 0 },
 	{ "max_handles_per_container=%u", offsetof(struct options, max_handles_per_container), 0 },
 	{ "max_busy_per_uid=%u", offsetof(struct options, max_busy_per_uid), 0 },
+	{ "without=%s", offsetof(struct options, without), 0 },
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("auto_unmount", KEY_AUTO_UNMOUNT),
 	FUSE_OPT_KEY("max_threads=", KEY_MAX_THREADS),
@@ -199,6 +203,10 @@ static int handover_options_valid(const struct options *o)
 		fprintf(stderr, "procfast: daemon= and %s exclude each other\n", bad);
 		return 0;
 	}
+	if (o->takeover && !o->control) {
+		fprintf(stderr, "procfast: takeover needs control=SOCKET (where the daemon to succeed listens)\n");
+		return 0;
+	}
 	if (o->control && o->no_restart) {
 		fprintf(stderr, "procfast: control= needs the supervisor (not with norestart)\n");
 		return 0;
@@ -232,6 +240,8 @@ int options_parse(struct fuse_args *args, struct options *o)
 		return -1;
 	if (!handover_options_valid(o) || !resources_valid(o) || !uring_valid(o))
 		return -1;
+	if (kernel_feature_disable(o->without))
+		return -1;
 	/* Tools run by every user read /proc: as root, serve them all. */
 	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
 	    fuse_opt_add_arg(args, "-oallow_other"))
@@ -254,9 +264,11 @@ void options_free(struct options *o)
 	free(o->gid);
 	free(o->control);
 	free(o->daemon);
+	free(o->pidfile);
 	free(o->resources);
 	free(o->cgroup_root);
 	free(o->uring);
+	free(o->without);
 	free(o->positional[0]);
 	free(o->positional[1]);
 }
@@ -278,6 +290,11 @@ void options_help(void)
 	       "    -o control=SOCKET      also serve mounts handed over at SOCKET (daemon=)\n"
 	       "    -o daemon=SOCKET       mount, hand the mount to the daemon listening at\n"
 	       "                           SOCKET (control=) and exit\n"
+	       "    -o takeover            with control=: if a daemon listens at SOCKET, wait as\n"
+	       "                           its successor and take its mounts over when it stops\n"
+	       "                           (SIGTERM) or dies, without unmounting; else mount\n"
+	       "    -o pidfile=FILE        write the supervisor's pid to FILE once it serves or\n"
+	       "                           waits as a successor\n"
 	       "    -o pidns=FILE          show that pid namespace (FILE: /proc/PID/ns/pid or a bind\n"
 	       "                           of it), as a procfs mounted inside it would\n"
 	       "    -o hidepid=off|noaccess|invisible|ptraceable, -o gid=GID, -o subset=pid\n"
@@ -302,5 +319,8 @@ void options_help(void)
 	       "    -o max_busy_per_uid=N  requests of one uid served at once by the /dev/fuse\n"
 	       "                           workers (max_threads), or by one io_uring queue's\n"
 	       "                           threads; past it, EAGAIN at once (default: half of\n"
-	       "                           the workers, all but one of a queue's threads)\n");
+	       "                           the workers, all but one of a queue's threads)\n"
+	       "    -o without=NAME[:NAME...]\n"
+	       "                           behave as on a kernel without these interfaces, to\n"
+	       "                           test the fallbacks: pidfs, pid_ioctl, event_filter\n");
 }

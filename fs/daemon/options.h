@@ -23,6 +23,8 @@ struct options {
 	char *gid;
 	char *control;        /* -o control=SOCKET: serve other mounts handed over there */
 	char *daemon;         /* -o daemon=SOCKET: hand this mount to the daemon there */
+	int takeover;         /* -o takeover: succeed the daemon at control= (takeover.h) */
+	char *pidfile;        /* -o pidfile=FILE: the supervisor's pid, once ready */
 	char *resources;      /* -o resources=off|init|caller */
 	int res_mode;         /* its enum res_mode */
 	char *cgroup_root;    /* -o cgroup_root=DIR: a scratch cgroup tree (tests) */
@@ -32,6 +34,7 @@ struct options {
 	unsigned max_handles_per_uid;       /* -o max_handles_per_uid=N (0: fs/ops/fair.h's default) */
 	unsigned max_handles_per_container; /* -o max_handles_per_container=N */
 	unsigned max_busy_per_uid;          /* -o max_busy_per_uid=N, of each pool of threads */
+	char *without;        /* -o without=NAME[:NAME...]: kernel interfaces not to use (tests) */
 	int has_max_threads;  /* libfuse's -o max_threads= was given (else main.c's default) */
 	int auto_unmount;     /* libfuse's, seen for daemon= */
 	char *positional[2];  /* [DEVICE] MOUNTPOINT as given */

@@ -25,6 +25,10 @@
  * A mount ended so is unmounted, then aborted (fuse_conn.c), so that no
  * request it holds waits for a server that will not come.
  *
+ * With -o takeover, a new daemon started at the same control= socket becomes
+ * this one's successor (takeover.h): SIGTERM then passes every mount on to
+ * it instead of unmounting.
+ *
  * With -o control=SOCKET the supervisor also holds mounts that other procfast
  * processes made and handed over (control.c), each in a slot of its own
  * (mount_slot.c) served by its own server process: a server executes our
@@ -53,6 +57,7 @@
 #include "fs/daemon/exec_env.h"
 #include "fs/daemon/fuse_conn.h"
 #include "fs/daemon/mount_slot.h"
+#include "fs/daemon/takeover.h"
 #include "fs/log.h"
 
 #define DEATH_WINDOW_S 10
@@ -123,6 +128,13 @@ static int own_active = 1;
 static int control_fd = -1;
 static int signal_fd = -1;
 static int gave_up;
+static int successor_fd = -1; /* a daemon waiting to take our mounts over */
+static int handed_over;
+
+int supervisor_handed_over(void)
+{
+	return handed_over;
+}
 
 static void drop_slot(size_t i, int err)
 {
@@ -138,11 +150,29 @@ static void keep_fds(int saved)
 	unsetenv(JOINED_RINGS_ENV);
 	unsetenv(JOINED_CONNS_ENV);
 	unsetenv(CONTROL_FD_ENV);
-	close(saved);
+	unsetenv(SUCCESSOR_FD_ENV);
+	if (saved >= 0)
+		close(saved);
 	for (size_t i = 0; i < nslots; i++)
 		mount_slot_keep_fds(slots[i]);
 	if (control_fd >= 0)
 		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+	if (successor_fd >= 0)
+		fcntl(successor_fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Names in the environment, open, what the next supervisor takes on: an
+ * upgrade's binary, or a successor (takeover.c). *saved: the table of
+ * handed-over mounts. 0, or -errno. */
+static int pass_on(int *saved)
+{
+	*saved = mount_slots_save(slots + 1, nslots - 1);
+	if (*saved < 0)
+		return *saved;
+	if (exec_env_pass_fd(JOINED_FD_ENV, *saved) || exec_env_pass_fd(RESUME_ENV, slots[0]->fd) ||
+	    (control_fd >= 0 && exec_env_pass_fd(CONTROL_FD_ENV, control_fd)))
+		return -errno;
+	return 0;
 }
 
 /* Executes the binary at our own path, keeping the session fds open. Returns
@@ -150,23 +180,66 @@ static void keep_fds(int saved)
 static void upgrade(char **argv)
 {
 	char exe[PATH_MAX];
-	int saved = self_exe(exe, sizeof(exe));
+	int saved = -1, r = self_exe(exe, sizeof(exe));
 
-	if (saved == 0)
-		saved = mount_slots_save(slots + 1, nslots - 1);
-	if (saved < 0) {
-		log_err("cannot upgrade: %s", strerror(-saved));
-		return;
-	}
-	if (exec_env_pass_fd(JOINED_FD_ENV, saved) || exec_env_pass_fd(RESUME_ENV, slots[0]->fd) ||
-	    (control_fd >= 0 && exec_env_pass_fd(CONTROL_FD_ENV, control_fd))) {
-		log_err("cannot upgrade: %s", strerror(errno));
+	if (!r && !(r = pass_on(&saved)) && successor_fd >= 0 &&
+	    exec_env_pass_fd(SUCCESSOR_FD_ENV, successor_fd))
+		r = -errno;
+	if (r) {
+		log_err("cannot upgrade: %s", strerror(-r));
 	} else {
 		log_info("upgrading: executing %s", exe);
 		execv(exe, argv);
 		log_err("cannot execute %s: %s", exe, strerror(errno));
 	}
 	keep_fds(saved);
+}
+
+/* The fds of the handed-over mounts, which their table names. */
+static size_t slot_fds(int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 1; i < nslots && n + 3 <= max; i++) {
+		fds[n++] = slots[i]->fd;
+		if (slots[i]->join.nsfd >= 0)
+			fds[n++] = slots[i]->join.nsfd;
+		if (slots[i]->rings_fd >= 0)
+			fds[n++] = slots[i]->rings_fd;
+	}
+	return n;
+}
+
+/* Sends the successor what it would take on now. A successor that cannot be
+ * told is one no more. */
+static int offer_to_successor(int final)
+{
+	int fds[240], saved = -1, r;
+	pid_t servers[64];
+	size_t nservers = 0;
+
+	if (successor_fd < 0)
+		return -ENOENT;
+	for (size_t i = 0; i < nslots && nservers < 64; i++)
+		if (slots[i]->server > 0)
+			servers[nservers++] = slots[i]->server;
+	if (!(r = pass_on(&saved)))
+		r = takeover_send(successor_fd, final, fds, slot_fds(fds, 240), servers, nservers);
+	keep_fds(saved);
+	if (r) {
+		log_err("cannot hand our mounts to the successor: %s", strerror(-r));
+		close(successor_fd);
+		successor_fd = -1;
+	}
+	return r;
+}
+
+/* A successor says nothing until the end: anything readable is its end. */
+static void successor_gone(void)
+{
+	log_info("the successor went away before taking over");
+	close(successor_fd);
+	successor_fd = -1;
 }
 
 static sigset_t handled_signals(void)
@@ -188,6 +261,8 @@ static void become_own_server(const sigset_t *old)
 	close(signal_fd);
 	if (control_fd >= 0)
 		close(control_fd);
+	if (successor_fd >= 0)
+		close(successor_fd);
 	while (nslots > 1) {
 		struct mount_slot *s = slots[--nslots];
 
@@ -232,6 +307,8 @@ static void end_slot(size_t i, void (*unmount_own)(void), int err)
 	umount2(slots[i]->join.mountpoint, MNT_DETACH);
 	fuse_conn_abort(slots[i]->fd, slots[i]->conn);
 	drop_slot(i, err);
+	if (successor_fd >= 0)
+		offer_to_successor(0);
 }
 
 static size_t slot_of(pid_t pid)
@@ -305,6 +382,20 @@ static void stop_servers(void)
 		}
 }
 
+static void take_successor(struct join_request *r)
+{
+	if (successor_fd >= 0) {
+		log_err("refused a second successor");
+		control_answer(r->conn, -EBUSY);
+	} else {
+		successor_fd = r->conn;
+		if (offer_to_successor(0) == 0)
+			log_info("a successor (pid %d) waits to take our mounts over", (int)r->sender);
+	}
+	r->conn = -1;
+	join_request_free(r);
+}
+
 static void take_join(void)
 {
 	struct join_request r;
@@ -312,6 +403,10 @@ static void take_join(void)
 
 	if (control_accept(control_fd, &r))
 		return;
+	if (r.successor) {
+		take_successor(&r);
+		return;
+	}
 	s = mount_slot_from_join(&r);
 	more = s ? realloc(slots, (nslots + 1) * sizeof(*more)) : NULL;
 	if (!more) {
@@ -325,6 +420,8 @@ static void take_join(void)
 	slots = more;
 	slots[nslots++] = s;
 	log_info("serving %s, handed over", s->join.mountpoint);
+	if (successor_fd >= 0)
+		offer_to_successor(0);
 }
 
 enum step { STEP_ON, STEP_DONE, STEP_UPGRADE };
@@ -347,17 +444,22 @@ static enum step on_signal(void (*unmount_own)(void))
 		return STEP_UPGRADE;
 	default: /* SIGTERM, SIGINT */
 		stop_servers();
+		if (successor_fd >= 0 && offer_to_successor(1) == 0) {
+			log_info("handed every mount over to the successor");
+			handed_over = 1;
+			return STEP_DONE;
+		}
 		while (nslots > 1)
 			end_slot(nslots - 1, unmount_own, -ECONNABORTED);
 		return STEP_DONE;
 	}
 }
 
-/* Waits for a signal, a hand-over or a first server's INIT: p[2 + i] is
- * slot i's report. */
+/* Waits for a signal, a hand-over, a successor's end or a first server's
+ * INIT: p[3 + i] is slot i's report. */
 static enum step wait_step(void (*unmount_own)(void))
 {
-	size_t n = 2 + nslots;
+	size_t n = 3 + nslots;
 	__do_free struct pollfd *p = calloc(n, sizeof(*p));
 
 	if (!p) {
@@ -366,13 +468,16 @@ static enum step wait_step(void (*unmount_own)(void))
 	}
 	p[0] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = control_fd, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = successor_fd, .events = POLLIN };
 	for (size_t i = 0; i < nslots; i++)
-		p[2 + i] = (struct pollfd){ .fd = slots[i]->ready_rd, .events = POLLIN };
+		p[3 + i] = (struct pollfd){ .fd = slots[i]->ready_rd, .events = POLLIN };
 	if (poll(p, n, -1) < 0)
 		return STEP_ON;
 	for (size_t i = 0; i < nslots; i++)
-		if (p[2 + i].revents && slots[i]->ready_rd >= 0)
+		if (p[3 + i].revents && slots[i]->ready_rd >= 0)
 			slot_ready(slots[i]);
+	if (p[2].revents && successor_fd >= 0)
+		successor_gone();
 	if (p[1].revents & POLLIN)
 		take_join();
 	return p[0].revents & POLLIN ? on_signal(unmount_own) : STEP_ON;
@@ -382,6 +487,8 @@ static enum step wait_step(void (*unmount_own)(void))
  * server of our own mount, SUPERVISOR_DONE in the supervisor. */
 static enum supervisor_role start_servers(const sigset_t *old)
 {
+	int started = 0;
+
 	for (size_t i = 0; i < nslots; i++) {
 		struct mount_slot *s = slots[i];
 
@@ -396,7 +503,10 @@ static enum supervisor_role start_servers(const sigset_t *old)
 			log_err("cannot start a server: %s", strerror(errno));
 			s->server = 0;
 		}
+		started |= s->server > 0;
 	}
+	if (started && successor_fd >= 0) /* the servers it would stop if we died */
+		offer_to_successor(0);
 	return SUPERVISOR_DONE;
 }
 
@@ -412,6 +522,7 @@ static int supervisor_init(int fd, int resumed, int control, const sigset_t *set
 	slots[0]->ready_rd = slots[0]->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
 	control_fd = control >= 0 ? control : exec_env_take_fd(CONTROL_FD_ENV);
+	successor_fd = exec_env_take_fd(SUCCESSOR_FD_ENV);
 	return mount_slots_restore(&slots, &nslots);
 }
 

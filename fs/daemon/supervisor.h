@@ -19,6 +19,10 @@ enum supervisor_role {
 enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
 				    int control, void (*unmount_own)(void), int *status);
 
+/* The supervisor returned having handed every mount to a successor
+ * (takeover.h): nothing is to be unmounted. */
+int supervisor_handed_over(void);
+
 /* After an upgrade, or in a server of a handed-over mount: the session fd,
  * or -1 when this process is to mount. */
 int supervisor_resume_fd(void);

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fs/daemon/drain.h"
 #include "fs/daemon/fuse_uring_abi.h"
 #include "fs/daemon/uring.h"
 #include "fs/daemon/uring_slots.h"
@@ -145,8 +146,13 @@ static int ask_for_rings(struct iovec *iov, int count)
 
 static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 {
-	ssize_t n = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
+	ssize_t n;
+
+	if (drain_read_begin())
+		return -1;
+	n = read(fd, buf, len);
+	drain_read_end();
 
 	(void)userdata;
 	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT) {
@@ -228,12 +234,18 @@ const char *transport_describe(void)
 
 int transport_begin_wait(void)
 {
-	return uring_begin_wait();
+	if (!drain_wait_begin())
+		return 0;
+	if (uring_begin_wait())
+		return 1;
+	drain_wait_end();
+	return 0;
 }
 
 void transport_end_wait(void)
 {
 	uring_end_wait();
+	drain_wait_end();
 }
 
 void transport_detach(void)

@@ -51,21 +51,67 @@ int resources_on(void)
 	return mode != RES_OFF;
 }
 
+/* A task's thread group id in its own pid namespace (NStgid's last
+ * number) and its parent's, from its status; -1 when gone. */
+static int tgid_inside(pid_t task, pid_t *inside, pid_t *parent)
+{
+	char path[32], buf[2048];
+	__do_close int fd = -1;
+	const char *l;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%d/status", task);
+	if ((fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (!(l = strstr(buf, "\nPPid:")) || sscanf(l + 6, "%d", parent) != 1 ||
+	    !(l = strstr(buf, "\nNStgid:")))
+		return -1;
+	l += 8;
+	while (sscanf(l, " %d", inside) == 1) { /* outermost first: the last is its own */
+		l += strspn(l, " \t");
+		l += strspn(l, "0123456789");
+	}
+	return 0;
+}
+
+/* Before Linux 6.8 (no NS_GET_PID_FROM_PIDNS): the caller's nearest
+ * ancestor that is pid 1 of the caller's namespace. Every task of a
+ * namespace descends from its init there (orphans are reparented to it);
+ * one that came in by setns() has no such ancestor: 0, as its init cannot
+ * be told without a search. */
+static pid_t init_by_ancestors(pid_t tid, unsigned long ns)
+{
+	pid_t p = tid, inside, parent;
+
+	for (int depth = 0; p > 0 && depth < 256; depth++, p = parent) {
+		if (reader_ns_of(p, RNS_PID) != ns || tgid_inside(p, &inside, &parent))
+			return 0;
+		if (inside == 1)
+			return p;
+	}
+	return 0;
+}
+
 /* The init of tid's pid namespace, as a pid of the daemon's; 0 when tid
  * shares the daemon's namespace (or cannot be told). */
 static pid_t namespace_init(pid_t tid)
 {
+	unsigned long ns = reader_ns_of(tid, RNS_PID);
 	char path[40];
 	__do_close int fd = -1;
 	int init;
 
 	/* the usual caller: one readlink of its link (reader_ns.c) */
-	if (reader_ns_is_daemons(RNS_PID, reader_ns_of(tid, RNS_PID)))
+	if (!ns || reader_ns_is_daemons(RNS_PID, ns))
 		return 0;
 	snprintf(path, sizeof(path), "%d/ns/pid", tid);
 	if ((fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	init = ioctl(fd, NS_GET_PID_FROM_PIDNS, 1);
+	if (init < 0 && (errno == ENOTTY || errno == EINVAL))
+		return init_by_ancestors(tid, ns);
 	return init > 0 ? init : 0;
 }
 

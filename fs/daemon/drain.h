@@ -1,0 +1,37 @@
+/* A server's stop that loses no request.
+ *
+ * libfuse ends its loop at once on SIGTERM: a worker whose read of
+ * /dev/fuse completes after that drops the request it took, and the kernel
+ * then ends it with ECONNABORTED when the worker's clone fd closes: a
+ * reader of the mount sees an error at every upgrade, restart by signal or
+ * hand-over to a successor (takeover.h). Here SIGTERM, SIGINT and SIGHUP
+ * first close the door instead: no read starts any more, the reads under
+ * way are interrupted (those that took a request finish it), and only then
+ * does the session end. Requests not yet taken stay in the kernel's queue
+ * for the next server.
+ *
+ * Before the door closes, whatever may wait for the kernel's directory locks
+ * (a notification written while a lookup holds the lock: the lookup waits
+ * for an answer) is ended while requests are still answered: the notifier
+ * (quiesce), and requests' own waits, which are refused from then on. */
+#ifndef PROCFAST_DRAIN_H
+#define PROCFAST_DRAIN_H
+
+#include <fuse_lowlevel.h>
+
+/* In a server, after fuse_set_signal_handlers: takes its stop signals over;
+ * quiesce ends what writes notifications on its own. 0, or -errno. */
+int drain_init(struct fuse_session *se, void (*quiesce)(void));
+
+/* Around a request's wait for the kernel's locks (invalidate.h's guard):
+ * 0 once the server stops (the request must not wait), else 1 and
+ * drain_wait_end after. */
+int drain_wait_begin(void);
+void drain_wait_end(void);
+
+/* Around each read of the session's fds (transport.c): 0 to read, -1 with
+ * errno EINTR once the server stops; drain_read_end after a read. */
+int drain_read_begin(void);
+void drain_read_end(void);
+
+#endif
