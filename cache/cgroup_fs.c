@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/cgroup_ns_root.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
 
@@ -19,10 +21,12 @@ struct hierarchy {
 	int fd;             /* -1: none */
 	int v2;
 	char root[PATH_MAX]; /* the mount's root within the hierarchy (mountinfo field 4) */
+	int ns_root;        /* our cgroup namespace's root in the mount, when the mount
+			     * reaches above it (cgroup_ns_root.h); else -1 */
 };
 
-static struct hierarchy by_ctrl[CG_CTRLS] = { { -1, 0, "" }, { -1, 0, "" }, { -1, 0, "" },
-					      { -1, 0, "" }, { -1, 0, "" } };
+static struct hierarchy by_ctrl[CG_CTRLS] = { { -1, 0, "", -1 }, { -1, 0, "", -1 }, { -1, 0, "", -1 },
+					      { -1, 0, "", -1 }, { -1, 0, "", -1 } };
 static int selfproc_fd = -1;
 
 /* Whether word is one of the comma-separated items of list. */
@@ -128,6 +132,45 @@ static void from_tree(const char *root)
 	take(CG_CPUACCT, dir, "/", 0);
 }
 
+static const char *line_path(char *line, enum cg_ctrl c);
+
+/* Each mount that reaches above our cgroup namespace (its root "/.."): where
+ * that namespace's root is in it, for the paths /proc/PID/cgroup gives. */
+static void find_ns_roots(void)
+{
+	__do_close int fd = openat(selfproc_fd, "self/cgroup", O_RDONLY | O_CLOEXEC);
+	char text[8192];
+	ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	if (len < 0)
+		return;
+	text[len] = '\0';
+	for (int c = 0; c < CG_CTRLS; c++) {
+		struct hierarchy *h = &by_ctrl[c];
+
+		if (h->fd < 0 || strncmp(h->root, "/..", 3))
+			continue;
+		for (char *l = text, *next; l && *l && h->ns_root < 0; l = next) {
+			char copy[sizeof(text)];
+			const char *own;
+
+			next = strchr(l, '\n');
+			memcpy(copy, l, next ? (size_t)(next - l) : strlen(l));
+			copy[next ? (size_t)(next - l) : strlen(l)] = '\0';
+			if (next)
+				next++;
+			if ((own = line_path(copy, (enum cg_ctrl)c)))
+				h->ns_root = cgroup_ns_root_open(h->fd, h->root, own);
+		}
+		if (h->ns_root < 0)
+			log_warn("cgroup %s: mounted from above our cgroup namespace (%s) and our place "
+				 "in it not found: other containers' cgroups are not followed", ctrl_names[c], h->root);
+		else
+			log_info("cgroup %s: mounted from above our cgroup namespace: paths followed from its root",
+				 ctrl_names[c]);
+	}
+}
+
 int cgroup_fs_init(const char *root, int selfproc)
 {
 	int r = 0;
@@ -135,8 +178,8 @@ int cgroup_fs_init(const char *root, int selfproc)
 	selfproc_fd = selfproc;
 	if (root)
 		from_tree(root);
-	else
-		r = from_mountinfo(selfproc);
+	else if (!(r = from_mountinfo(selfproc)))
+		find_ns_roots();
 	for (int c = 0; c < CG_CTRLS; c++)
 		log_debug("cgroup %s: %s", ctrl_names[c],
 			  by_ctrl[c].fd < 0 ? "none" : by_ctrl[c].v2 ? "v2" : "v1");
@@ -165,11 +208,18 @@ static const char *line_path(char *line, enum cg_ctrl c)
 	return in_list(ctrls, ctrl_names[c]) ? line : NULL;
 }
 
-/* Makes path, absolute in the hierarchy, relative to the mount's root. */
-static int relative(const char *path, const char *root, char *out, size_t size)
+/* Makes path, absolute in the hierarchy, relative to the mount's root; or,
+ * where h follows our namespace's root, relative to that. */
+static int relative(const char *path, const struct hierarchy *h, char *out, size_t size)
 {
+	const char *root = h->root;
 	size_t n = strlen(root);
 
+	if (h->ns_root >= 0) {
+		if (!cgroup_ns_path_valid(path))
+			return -ENOENT;
+		return (size_t)snprintf(out, size, "%s", path[1] ? path + 1 : ".") >= size ? -ENAMETOOLONG : 0;
+	}
 	if (strcmp(root, "/")) {
 		if (strncmp(path, root, n) || (path[n] && path[n] != '/'))
 			return -ENOENT; /* outside what is mounted */
@@ -194,9 +244,9 @@ static void take_line(const char *line, enum cg_ctrl c, struct cg_set *set)
 	memcpy(copy, line, len + 1);
 	if (!(path = line_path(copy, c)))
 		return;
-	set->of[c].dirfd = by_ctrl[c].fd;
+	set->of[c].dirfd = by_ctrl[c].ns_root >= 0 ? by_ctrl[c].ns_root : by_ctrl[c].fd;
 	set->of[c].v2 = by_ctrl[c].v2;
-	set->found[c] = !relative(path, by_ctrl[c].root, set->of[c].rel, sizeof(set->of[c].rel));
+	set->found[c] = !relative(path, &by_ctrl[c], set->of[c].rel, sizeof(set->of[c].rel));
 }
 
 int cgroup_set(pid_t task, struct cg_set *set)

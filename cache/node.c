@@ -195,13 +195,15 @@ int node_table_init(const struct name_class *root_cls)
 void node_table_destroy(void)
 {
 	struct cds_lfht_iter iter;
-	struct node *n;
+	struct cds_lfht_node *ht;
 
 	if (!table)
 		return;
 	rcu_thread_register_once();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(table, &iter, n, by_name) {
+	for (cds_lfht_first(table, &iter); (ht = cds_lfht_iter_get_node(&iter)); cds_lfht_next(table, &iter)) {
+		struct node *n = caa_container_of(ht, struct node, by_name);
+
 		cds_lfht_del(by_id, &n->by_id);
 		if (!cds_lfht_del(table, &n->by_name))
 			call_rcu(&n->rcu, node_free_rcu);
@@ -305,6 +307,40 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 	if (fixed_id)
 		pthread_mutex_unlock(&fixed_lock);
 	return n;
+}
+
+struct node *node_insert_as(const struct node *parent, const char *name, const char *path,
+			    const struct stat *st, const struct node_identity *id,
+			    const struct node_owner *owner, const struct name_class *cls,
+			    uint64_t serial, uint64_t nlookup)
+{
+	struct node *n = node_alloc(path, name);
+	uint64_t next = atomic_load(&next_serial);
+
+	if (!n)
+		return NULL;
+	while (next <= serial && !atomic_compare_exchange_weak(&next_serial, &next, serial + 1))
+		;
+	node_publish(n, parent, st, id, owner, cls, serial);
+	atomic_store(&n->nlookup, nlookup);
+	return n;
+}
+
+void node_for_each(void (*fn)(const struct node *n, void *arg), void *arg)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *ht;
+
+	rcu_thread_register_once();
+	rcu_read_lock();
+	/* not cds_lfht_for_each_entry: its last step offsets a NULL pointer */
+	for (cds_lfht_first(by_id, &iter); (ht = cds_lfht_iter_get_node(&iter)); cds_lfht_next(by_id, &iter)) {
+		const struct node *n = caa_container_of(ht, struct node, by_id);
+
+		if (!is_fixed(n->serial))
+			fn(n, arg);
+	}
+	rcu_read_unlock();
 }
 
 /* Concurrent getattrs of one node remember at once while others read (see

@@ -58,6 +58,8 @@ struct node {
 	atomic_bool size_taken;     /* it took a reply's size (0) */
 	_Atomic int64_t hidden_size; /* where the next byte beyond is stored */
 	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
+	_Atomic int64_t name_drop_done_ns; /* when the kernel had dropped it (monotonic), or 0 */
+	_Atomic pid_t walked_again_by; /* its process gone: the caller last told ESTALE (fs/ops/entry.c) */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */
 };
@@ -92,6 +94,18 @@ struct node *node_get_or_insert(const struct node *parent, const char *name, con
 				const struct stat *st, const struct node_identity *id,
 				const struct node_owner *owner, const struct name_class *cls,
 				uint64_t fixed_id);
+
+/* A node an earlier server gave out, with the id and lookup count the
+ * kernel holds it by (cache/node_record.c); NULL when memory is short. Ids
+ * given out after it are above serial. */
+struct node *node_insert_as(const struct node *parent, const char *name, const char *path,
+			    const struct stat *st, const struct node_identity *id,
+			    const struct node_owner *owner, const struct name_class *cls,
+			    uint64_t serial, uint64_t nlookup);
+
+/* Calls fn for every node but the root and the fixed ones, in an RCU
+ * read-side section: with no request running, what the kernel holds. */
+void node_for_each(void (*fn)(const struct node *n, void *arg), void *arg);
 
 /* Records st as the node's last known attributes. */
 void node_remember(struct node *n, const struct stat *st);

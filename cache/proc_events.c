@@ -23,6 +23,7 @@
 #include "cache/pid_view.h"
 #include "cache/proc_msg.h"
 #include "cache/tgid_index.h"
+#include "fs/clock.h"
 #include "fs/log.h"
 
 /* struct proc_input of Linux 6.6+, spelled out for older headers. */
@@ -77,10 +78,7 @@ static uint64_t timens_offset_ns; /* our CLOCK_MONOTONIC minus the kernel's stam
 
 static uint64_t stamp_clock_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec - timens_offset_ns;
+	return now_ns() - timens_offset_ns;
 }
 
 /* A time namespace shifts the daemon's CLOCK_MONOTONIC, not the stamps. */

@@ -15,6 +15,7 @@
 #include "cache/hbitmap.h"
 #include "cache/pid_view.h"
 #include "cache/pidgen.h"
+#include "fs/clock.h"
 #include "fs/cleanup.h"
 #include "fs/log.h"
 #include "fs/ops/names.h"
@@ -150,14 +151,6 @@ void tgid_index_set_fallback(unsigned lifetime_ms)
 {
 	fallback_mode = 1;
 	fallback_lifetime_ms = lifetime_ms;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 void tgid_index_refresh(void)

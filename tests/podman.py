@@ -14,11 +14,13 @@ could clean up is cleaned up by the next one (its owner no longer runs).
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
+
+import waiting
 
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
@@ -58,14 +60,8 @@ def owner_alive(owner):
 
 
 def wait_for(condition, what, timeout=60):
-    """Polls condition() until it is true; fails naming what after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
+    """waiting.wait_for, with the order of arguments of the container tests."""
+    return waiting.wait_for(condition, timeout, what)
 
 
 def _mini_root(path, image_root):
@@ -216,9 +212,10 @@ class Session:
                 "daemons": self.view_daemons(), "view dirs": os.listdir(self.views)}
         return {k: v for k, v in left.items() if v}
 
-    def kube_play(self, pod):
+    def kube_play(self, pod, conf=()):
         """podman kube play of one Pod (a dict): named and labelled as ours, its images
-        (any) replaced by ours. The result (check=False: a refused pod's too)."""
+        (any) replaced by ours; conf: more containers.conf [containers] lines. The
+        result (check=False: a refused pod's too)."""
         pod = json.loads(json.dumps(pod))
         pod["metadata"]["name"] += "-" + self.owner
         pod["metadata"].setdefault("labels", {})[LABEL] = self.owner
@@ -227,16 +224,17 @@ class Session:
         path = os.path.join(self.work, pod["metadata"]["name"] + ".json")
         with open(path, "w") as f:
             json.dump(pod, f)  # JSON is YAML
-        env = dict(os.environ, CONTAINERS_CONF=self._kube_conf())
+        env = dict(os.environ, CONTAINERS_CONF=self._kube_conf(conf))
         r = podman("kube", "play", path, check=False, env=env)
         return pod["metadata"]["name"], r
 
-    def _kube_conf(self):
+    def _kube_conf(self, more=()):
         """kube play has no --ulimit: the same limits as containers.conf defaults."""
         path = os.path.join(self.work, "containers.conf")
         limits = ", ".join('"%s"' % ULIMITS[i + 1] for i in range(0, len(ULIMITS), 2))
         with open(path, "w") as f:
             f.write("[containers]\ndefault_ulimits = [%s]\n" % limits)
+            f.writelines(line + "\n" for line in more)
         return path
 
     def pods(self):
@@ -326,16 +324,33 @@ class NodeDir:
 def node_options(node, procfast_bin, caps):
     """podman's equivalent of the DaemonSet's pod: hostPID (--pid=host), hostNetwork,
     exactly caps (not privileged: podman allows rshared without it), /dev/fuse, the
+    node's cgroup hierarchies (resources=caller reads other pods' cgroups), the
     hostPath with Bidirectional (rshared). The image is the tests' (the host's /usr
     bound), the entrypoint and procfast_bin bound in."""
-    return (["--pid=host", "--network=host", "--cap-drop=all"] +
+    env, files = sanitizer_env()
+    return (sum((["-e", "%s=%s" % kv] for kv in env.items()), []) +
+            sum((["-v", "%s:%s:ro" % (f, f)] for f in files), []) +
+            ["--pid=host", "--network=host", "--cap-drop=all"] +
             ["--cap-add=" + c for c in caps] +
-            ["--device", "/dev/fuse", "-v", "/usr:/usr:ro",
+            ["--device", "/dev/fuse", "-v", "/usr:/usr:ro", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
              "-v", "%s:%s:ro" % (procfast_bin, NODE_BIN),
              "-v", "%s:/opt/procfast/procfast-node:ro" % os.path.join(KUBE_DIR, "procfast-node"),
              "-e", "PROCFAST_BIN=" + NODE_BIN,
              "-e", "PROCFAST_CAPS=" + ",".join(c.lower() for c in caps),
              "-v", "%s:/var/lib/procfast:rshared" % node.path])
+
+
+def sanitizer_env():
+    """tests/run's sanitizer settings ({name: value}) and the files they name, for a
+    sanitized daemon in a container, which inherits no environment. Without
+    LSAN_OPTIONS' suppressions (tests/lsan.supp), LeakSanitizer fails the exit of the
+    entrypoint's `procfast -o daemon=` (libfuse's mount point string), and the
+    entrypoint, under set -e, ends the container and its daemon with it."""
+    env = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+           if os.environ.get(k)}
+    files = [m.group(1) for v in env.values()
+             for m in re.finditer(r"(?:^|:)suppressions=([^:]+)", v)]
+    return env, files
 
 
 def node_ready(container):

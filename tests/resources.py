@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from waiting import mounted
 
 V1_ROOT = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "cpuset", "blkio")
@@ -138,11 +139,6 @@ class Reader:
         except ProcessLookupError:
             pass
         self.proc.wait()
-
-
-def mounted(path):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == path for line in f)
 
 
 class Lxcfs:

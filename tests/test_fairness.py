@@ -21,6 +21,7 @@ import time
 import pytest
 
 from conftest import Mount
+from waiting import wait_for
 
 NOBODY = 65534
 OTHER = 4242  # a uid with no process of its own
@@ -341,13 +342,6 @@ def root_request(path, cpu):
                         path], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while not cond():
-        assert time.time() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
 
 
 def test_a_uid_past_its_share_of_threads_gets_eagain_and_others_are_served(mount_with):

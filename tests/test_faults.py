@@ -21,6 +21,7 @@ import pytest
 
 from conftest import Mount, start_with_pid, ThreadsStopped
 from soak import daemon_fds, daemon_rss_kib, held_fds, sanitized, steady_fds
+from waiting import mounted, wait_for
 
 O_PATH_LINK = os.O_PATH | os.O_NOFOLLOW
 NOBODY = 65534
@@ -32,18 +33,6 @@ def outcome(fn, *args):
         return fn(*args)
     except OSError as e:
         return errno.errorcode.get(e.errno, e.errno)
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while not cond():
-        assert time.time() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
-
-
-def mounted(path):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == path for line in f)
 
 
 def discard(m):

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import HELPERS, kill_tree, Stepper, stop_helper, ThreadsStopped
+from waiting import wait_for
 
 NUMERIC = re.compile(r"[1-9][0-9]*$")
 
@@ -60,14 +61,6 @@ def tids_of(pid):
 def state(path):
     with open(path) as f:
         return f.read().rsplit(")", 1)[1].split()[0]
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            pytest.fail("timed out waiting for " + what)
-        time.sleep(0.02)
 
 
 class Threads:

@@ -15,6 +15,7 @@ import pytest
 from conftest import BIN, Mount, with_without
 from test_restart import assert_ended, requests_held_when_given_up
 from test_views import Container, compare, ps_ef_rows
+from waiting import mounted, wait_for
 
 
 def children(pid):
@@ -28,18 +29,6 @@ def cmdline(pid):
             return f.read().split(b"\0")
     except FileNotFoundError:
         return []
-
-
-def mounted(path):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == path for line in f)
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while not cond():
-        assert time.time() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)
 
 
 class Handed:

@@ -542,6 +542,54 @@ def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
         m.close()
 
 
+def test_files_held_open_read_on_across_an_upgrade(tmp_path):
+    """An upgrade stops its server by draining: the server leaves its node table to the
+    next (cache/node_record.h), so files and directories of a process held open from
+    before (an agent's pread loop on PID/stat, a listing of PID/task) read on, as
+    /proc gives them, instead of ESTALE as after a crash
+    (test_handles_from_before_answer_estale_and_new_opens_work)."""
+    exe = tmp_path / "procfast"
+    subprocess.run(["cp", BIN, str(exe)], check=True)
+    m = Mount(binary=str(exe))
+    me = str(os.getpid())
+    held = {name: os.open(m.p(me, name), os.O_RDONLY) for name in ("stat", "status", "task", "fdinfo")}
+    kids = [subprocess.Popen(["sleep", "60"]) for _ in range(3)]
+    held.update({"child %d" % k.pid: os.open(m.p(k.pid, "cmdline"), os.O_RDONLY) for k in kids})
+
+    def read(name, fd):
+        if name in ("task", "fdinfo"):
+            return sorted(os.listdir(fd))
+        return os.pread(fd, 1 << 16, 0).split()[:3]
+
+    def real(name):
+        if name.startswith("child "):
+            with open("/proc/%s/cmdline" % name.split()[1], "rb") as f:
+                return f.read().split()[:3]
+        if name in ("task", "fdinfo"):
+            return sorted(os.listdir("/proc/%s/%s" % (me, name)))
+        with open("/proc/%s/%s" % (me, name), "rb") as f:
+            return f.read().split()[:3]
+    try:
+        before = {name: read(name, fd) for name, fd in held.items()}
+        old_server = m.server_pid()
+        m.proc.send_signal(signal.SIGHUP)
+        gone(old_server)
+        new_server(m, old_server)
+        for name, fd in held.items():
+            got = read(name, fd)
+            if name in ("task", "fdinfo"):  # what this process holds may change
+                assert got == real(name), name
+            else:
+                assert got == before[name] == real(name), name
+        assert "upgrading: executing" in m.output()
+    finally:
+        for fd in held.values():
+            os.close(fd)
+        for k in kids:
+            k.kill()
+            k.wait()
+        m.close()
+
 
 def running(pid):
     """Neither gone nor a zombie."""

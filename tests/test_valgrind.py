@@ -13,17 +13,13 @@ import time
 import pytest
 
 from conftest import BIN
+from waiting import mounted
 
 pytestmark = pytest.mark.skipif(os.environ.get("PROCFAST_VALGRIND") != "1",
                                 reason="run by tests/run with PROCFAST_VALGRIND=1")
 
 ERROR_EXIT = 99
 SUPP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "valgrind.supp")
-
-
-def mounted(path):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == path for line in f)
 
 
 def walk(mp):

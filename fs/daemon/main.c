@@ -15,6 +15,7 @@
 
 
 #include "cache/node.h"
+#include "cache/node_record.h"
 #include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/proc_events.h"
@@ -232,6 +233,25 @@ static void shares_setup(const struct fuse_cmdline_opts *cmd, const struct optio
 }
 
 /* One server: the process that answers requests, with all the threads. */
+/* The ids the kernel holds from the server before go on naming the same
+ * entries here (cache/node_record.h). */
+static void take_nodes_before(void)
+{
+	long n = supervisor_nodes_fd() < 0 ? 0 : node_record_load(supervisor_nodes_fd(), entry_complete_record);
+
+	if (n > 0)
+		log_info("took %ld nodes over from the server before", n);
+}
+
+/* Every request answered: what the kernel holds now is for the next server. */
+static void leave_nodes(void)
+{
+	long n = supervisor_nodes_fd() < 0 ? 0 : node_record_save(supervisor_nodes_fd());
+
+	if (n < 0)
+		log_warn("cannot leave the node table to the next server: %s", strerror((int)-n));
+}
+
 static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 		      const struct options *o, enum supervisor_role role, int executed)
 {
@@ -267,6 +287,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	}
 	node_set_fixed_resolver(entry_resolve_fixed);
 	if (role == SERVE_RESUMED) {
+		take_nodes_before();
 		supervisor_replay_init(se);
 		transport_resume();
 	}
@@ -282,6 +303,7 @@ static int run_server(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
 	r = serve(se, cmd) < 0 ? 1 : 0;
 	transport_detach();
 	proc_events_stop();
+	leave_nodes();
 	ns_helper_stop();
 	fuse_remove_signal_handlers(se);
 	return r;

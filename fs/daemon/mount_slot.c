@@ -36,7 +36,7 @@ struct mount_slot *mount_slot_from_join(struct join_request *r)
 			 r->mountpoint);
 	s->join = *r;
 	s->fd = r->fuse_fd;
-	s->ready_rd = s->rings_fd = -1;
+	s->ready_rd = s->rings_fd = s->nodes_fd = -1;
 	memset(r, 0, sizeof(*r));
 	r->conn = r->fuse_fd = r->nsfd = -1;
 	return s;
@@ -52,6 +52,8 @@ void mount_slot_free(struct mount_slot *s, int err)
 		close(s->ready_rd);
 	if (s->rings_fd >= 0)
 		close(s->rings_fd);
+	if (s->nodes_fd >= 0)
+		close(s->nodes_fd);
 	join_request_free(&s->join);
 	free(s);
 }
@@ -64,6 +66,7 @@ static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 	if (self_exe(exe, sizeof(exe)) || exec_env_pass_fd(RESUME_ENV, s->fd) ||
 	    (s->join.nsfd >= 0 && exec_env_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
 	    (s->rings_fd >= 0 && exec_env_pass_fd(RINGS_FD_ENV, s->rings_fd)) ||
+	    (s->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, s->nodes_fd)) ||
 	    (ready_wr >= 0 && exec_env_pass_fd(READY_FD_ENV, ready_wr)) ||
 	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
 	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
@@ -71,6 +74,13 @@ static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 	execv(exe, s->join.argv);
 	log_err("cannot execute %s: %s", exe, strerror(errno));
 	_exit(127);
+}
+
+void mount_slot_hold_nodes(struct mount_slot *s)
+{
+	/* Without it (no memory) a server's successor answers its ids ESTALE. */
+	if (s->nodes_fd < 0 && (s->nodes_fd = memfd_create("procfast-nodes", MFD_CLOEXEC)) < 0)
+		log_warn("node record: %s", strerror(errno));
 }
 
 pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr)
@@ -111,6 +121,7 @@ pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
 	 * it (no memory) the server has buffers of its own. */
 	if (s->rings_fd < 0 && (s->rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
 		log_warn("ring buffers for %s: %s", s->join.mountpoint, strerror(errno));
+	mount_slot_hold_nodes(s);
 	pid = mount_slot_fork(s, &ready_wr);
 
 	if (pid == 0)

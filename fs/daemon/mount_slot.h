@@ -18,6 +18,8 @@ struct mount_slot {
 	int ready;          /* a server answered INIT: the next one resumes */
 	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
 	int rings_fd;       /* handed over: the memfd its servers' ring buffers are in, or -1 */
+	int nodes_fd;       /* the memfd a draining server leaves its node table in
+			     * for the next (cache/node_record.h), or -1 */
 	unsigned conn;      /* handed over: its fusectl number (fuse_conn.h), or 0 */
 	time_t deaths[SLOT_MAX_DEATHS];
 	int next_death;
@@ -29,6 +31,9 @@ struct mount_slot *mount_slot_from_join(struct join_request *r);
 
 /* Closes what the slot holds, answering a sender still waiting with err. */
 void mount_slot_free(struct mount_slot *s, int err);
+
+/* Makes the memfd a server of s leaves its node table in, if s has none. */
+void mount_slot_hold_nodes(struct mount_slot *s);
 
 /* Forks a server for s. In the child (0 returned) *ready_wr is where the
  * server says it answered INIT, or -1 when an earlier server set the

@@ -72,21 +72,29 @@ static long rings_of(const struct mount_slot *s)
 	return s->rings_fd;
 }
 
+static long nodes_of(const struct mount_slot *s)
+{
+	return s->nodes_fd;
+}
+
 static long conn_of(const struct mount_slot *s)
 {
 	return s->conn;
 }
 
-/* The slots' ring buffer fds (-1 for none) and fusectl numbers: apart from
- * the table, which keeps the format of a procfast before them. */
+/* The slots' ring buffer and node record fds (-1 for none) and fusectl
+ * numbers: apart from the table, which keeps the format of a procfast
+ * before them. */
 static int save_rings_and_conns(struct mount_slot **slots, size_t n)
 {
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		if (slots[i]->rings_fd >= 0 && fcntl(slots[i]->rings_fd, F_SETFD, 0))
+		if ((slots[i]->rings_fd >= 0 && fcntl(slots[i]->rings_fd, F_SETFD, 0)) ||
+		    (slots[i]->nodes_fd >= 0 && fcntl(slots[i]->nodes_fd, F_SETFD, 0)))
 			return -errno;
-	if ((r = save_list(JOINED_RINGS_ENV, slots, n, rings_of)))
+	if ((r = save_list(JOINED_RINGS_ENV, slots, n, rings_of)) ||
+	    (r = save_list(JOINED_NODES_ENV, slots, n, nodes_of)))
 		return r;
 	return save_list(JOINED_CONNS_ENV, slots, n, conn_of);
 }
@@ -120,6 +128,8 @@ void mount_slot_keep_fds(struct mount_slot *s)
 		fcntl(s->join.nsfd, F_SETFD, FD_CLOEXEC);
 	if (s->rings_fd >= 0)
 		fcntl(s->rings_fd, F_SETFD, FD_CLOEXEC);
+	if (s->nodes_fd >= 0)
+		fcntl(s->nodes_fd, F_SETFD, FD_CLOEXEC);
 }
 
 /* The next NUL-terminated field of [*p, end), or NULL. */
@@ -156,7 +166,7 @@ static struct mount_slot *restore_one(char **p, char *end)
 
 	if (!s)
 		return NULL;
-	s->ready_rd = s->rings_fd = -1;
+	s->ready_rd = s->rings_fd = s->nodes_fd = -1;
 	s->join.conn = -1;
 	if (number(p, end, &s->fd) || number(p, end, &s->join.nsfd) || number(p, end, &s->ready) ||
 	    s->fd < 0)
@@ -222,7 +232,7 @@ int slot_table_parse(char *buf, size_t len, struct mount_slot ***slots, size_t *
 
 void slot_table_forget(struct mount_slot *s)
 {
-	s->fd = s->join.fuse_fd = s->join.nsfd = s->rings_fd = -1;
+	s->fd = s->join.fuse_fd = s->join.nsfd = s->rings_fd = s->nodes_fd = -1;
 	mount_slot_free(s, 0);
 }
 
@@ -249,6 +259,11 @@ static void set_rings(struct mount_slot *s, long fd)
 	s->rings_fd = (int)fd;
 }
 
+static void set_nodes(struct mount_slot *s, long fd)
+{
+	s->nodes_fd = (int)fd;
+}
+
 static void set_conn(struct mount_slot *s, long conn)
 {
 	s->conn = (unsigned)conn;
@@ -260,6 +275,7 @@ static void set_conn(struct mount_slot *s, long conn)
 static void restore_rings_and_conns(struct mount_slot **slots, size_t n)
 {
 	restore_list(JOINED_RINGS_ENV, slots, n, -1, INT_MAX, set_rings);
+	restore_list(JOINED_NODES_ENV, slots, n, -1, INT_MAX, set_nodes);
 	restore_list(JOINED_CONNS_ENV, slots, n, 0, UINT_MAX, set_conn);
 }
 

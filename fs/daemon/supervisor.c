@@ -7,7 +7,9 @@
  * supervisor's pristine state and serves the same connection, so the mount
  * and every bind of it in every container answer again instead of failing
  * with ENOTCONN as they would for LXCFS. Node ids the kernel still holds from
- * the dead server are answered ESTALE (stale.c) and looked up again.
+ * the dead server are answered ESTALE (stale.c) and looked up again; a
+ * server stopped by draining (an upgrade, a takeover) leaves its node table
+ * in the slot's memfd for the next (cache/node_record.h) instead.
  *
  * Each server reads through its own clones of the fd (libfuse's clone_fd):
  * when it dies, the requests it had taken end at once with ECONNABORTED
@@ -64,6 +66,14 @@
 
 /* In a first server: where to say that it answered INIT (mount_slot_fork). */
 static int ready_fd = -1;
+/* In a server: its mount's node record. In a supervisor an upgrade
+ * executed: its own mount's, until supervisor_init takes it. */
+static int nodes_fd = -1;
+
+int supervisor_nodes_fd(void)
+{
+	return nodes_fd;
+}
 
 void supervisor_connection_ready(void)
 {
@@ -113,6 +123,7 @@ enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd)
 	unsetenv(SERVE_ENV);
 	*pidns_fd = exec_env_take_fd(PIDNS_FD_ENV);
 	*rings_fd = exec_env_take_fd(RINGS_FD_ENV);
+	nodes_fd = exec_env_take_fd(NODES_FD_ENV);
 	ready_fd = exec_env_take_fd(READY_FD_ENV);
 	if (getenv(LOG_ENV))
 		log_to_syslog();
@@ -148,6 +159,8 @@ static void keep_fds(int saved)
 	unsetenv(RESUME_ENV);
 	unsetenv(JOINED_FD_ENV);
 	unsetenv(JOINED_RINGS_ENV);
+	unsetenv(JOINED_NODES_ENV);
+	unsetenv(NODES_FD_ENV);
 	unsetenv(JOINED_CONNS_ENV);
 	unsetenv(CONTROL_FD_ENV);
 	unsetenv(SUCCESSOR_FD_ENV);
@@ -170,6 +183,7 @@ static int pass_on(int *saved)
 	if (*saved < 0)
 		return *saved;
 	if (exec_env_pass_fd(JOINED_FD_ENV, *saved) || exec_env_pass_fd(RESUME_ENV, slots[0]->fd) ||
+	    (slots[0]->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, slots[0]->nodes_fd)) ||
 	    (control_fd >= 0 && exec_env_pass_fd(CONTROL_FD_ENV, control_fd)))
 		return -errno;
 	return 0;
@@ -259,6 +273,7 @@ static void become_own_server(const sigset_t *old)
 {
 	sigprocmask(SIG_SETMASK, old, NULL);
 	close(signal_fd);
+	nodes_fd = slots[0]->nodes_fd;
 	if (control_fd >= 0)
 		close(control_fd);
 	if (successor_fd >= 0)
@@ -521,6 +536,9 @@ static int supervisor_init(int fd, int resumed, int control, const sigset_t *set
 	slots[0]->ready = resumed;
 	slots[0]->ready_rd = slots[0]->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
+	slots[0]->nodes_fd = nodes_fd; /* an upgrade's, or none yet */
+	nodes_fd = -1;
+	mount_slot_hold_nodes(slots[0]);
 	control_fd = control >= 0 ? control : exec_env_take_fd(CONTROL_FD_ENV);
 	successor_fd = exec_env_take_fd(SUCCESSOR_FD_ENV);
 	return mount_slots_restore(&slots, &nslots);

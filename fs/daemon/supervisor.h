@@ -33,6 +33,10 @@ int supervisor_resume_fd(void);
  * Also takes the INIT report fd and the log target. */
 enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd);
 
+/* In a server: the memfd it reads the node table of the server before from,
+ * and leaves its own in when it stops (cache/node_record.h); -1 if none. */
+int supervisor_nodes_fd(void);
+
 /* A server's INIT handler reports the connection set up. */
 void supervisor_connection_ready(void);
 

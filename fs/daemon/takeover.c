@@ -44,11 +44,12 @@
 /* What an upgrade passes on, and so what a successor takes on. */
 static const char *const passed_env[] = {
 	RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV, CONTROL_FD_ENV,
+	NODES_FD_ENV, JOINED_NODES_ENV,
 };
 #define NPASSED (sizeof(passed_env) / sizeof(passed_env[0]))
 
 /* The last record received. */
-static struct {
+struct record {
 	int fds[MAX_FDS];      /* ours */
 	int targets[MAX_FDS];  /* the sender's numbers */
 	size_t nfds;
@@ -57,7 +58,8 @@ static struct {
 	size_t nservers;
 	int final;
 	int valid;
-} got;
+};
+static struct record got;
 
 static void forget_record(void)
 {
@@ -282,18 +284,26 @@ static int receive_record(int conn)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
 			     .msg_controllen = sizeof(ctl.space) };
 	ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
+	static struct record last, swap; /* large: not on the stack */
 	int r;
 
 	if (n <= 0)
 		return n == 0 ? -ECONNRESET : -errno;
-	forget_record();
+	/* a record that cannot be read leaves the last good one in force */
+	last = got;
+	got = (struct record){ 0 };
 	take_received_fds(&mh);
 	text[n] = '\0';
 	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r = parse_record(text))) {
 		forget_record();
+		got = last;
 		return -EPROTO;
 	}
 	got.valid = 1;
+	swap = got;
+	got = last;
+	forget_record();
+	got = swap;
 	return 0;
 }
 

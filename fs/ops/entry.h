@@ -55,4 +55,10 @@ int node_stat(struct node *n, struct stat *st);
  * server, made as a lookup of its name at the root makes it, or NULL. */
 struct node *entry_resolve_fixed(uint64_t id);
 
+/* A node of the server before, handed over (cache/node_record.h): its class
+ * in parent, decided as a lookup decides it, and its pid as this server's
+ * namespace names it. */
+const struct name_class *entry_complete_record(const struct node *parent, const char *name,
+					       struct node_owner *owner);
+
 #endif

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/clock.h"
+
 #define SLOTS 1024
 #define SLOT_GROUPS 32 /* callers with more are read every time */
 
@@ -22,12 +24,10 @@ struct slot {
 
 static struct slot slots[SLOTS];
 
-static uint64_t now_ns(void)
+/* coarse: asked at every request, and a second's precision is plenty */
+static uint64_t coarse_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 int group_cache_get(struct caller *c)
@@ -41,7 +41,7 @@ int group_cache_get(struct caller *c)
 		if (seq & 1)
 			return -1;
 		hit = s->tid == c->tid && s->uid == c->uid && s->gid == c->gid &&
-		      s->expires_ns > now_ns();
+		      s->expires_ns > coarse_now_ns();
 		if (hit) {
 			c->tgid = s->tgid;
 			c->euid = s->euid;
@@ -72,6 +72,6 @@ void group_cache_put(const struct caller *c)
 	s->egid = c->egid;
 	s->ngroups = c->ngroups;
 	memcpy(s->groups, c->groups, sizeof(gid_t) * (size_t)c->ngroups);
-	s->expires_ns = now_ns() + GROUP_CACHE_TTL_MS * 1000000ULL;
+	s->expires_ns = coarse_now_ns() + GROUP_CACHE_TTL_MS * 1000000ULL;
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }

@@ -26,6 +26,7 @@
 #include "cache/proc_fields.h"
 #include "cache/procfile.h"
 #include "fs/cleanup.h"
+#include "fs/clock.h"
 #include "fs/log.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/reader_ns.h"
@@ -380,14 +381,6 @@ int ns_helper_init(int srcfd, int selfproc)
 	maker_pid = pid;
 	keep_own();
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void helper_free(struct ns_helper *h)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/clock.h"
 #include "fs/log.h"
 
 static const struct {
@@ -179,14 +180,6 @@ static void cache_init(void)
 {
 	for (int i = 0; i < NS_CACHE_SIZE; i++)
 		cache[i].fd = -1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* A free slot, or the one unused longest; NULL when all are in use. */

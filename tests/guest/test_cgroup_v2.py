@@ -405,3 +405,27 @@ def test_caller_in_its_own_pid_namespace(box, pf, lx):
         assert up < float(host("uptime").split()[0]) - 1, "the host's uptime, not the init's"
     finally:
         r.close()
+
+
+def test_a_view_takes_the_resources_of_its_namespaces_init(box, lx):
+    """-o pidns=...,resources=init (a container's own /proc, made by procfast from outside
+    it): every reader, here one in no limited cgroup, gets the cgroup of the namespace's
+    init, as LXCFS gives that init. On 6.1 the view translates pids without the 6.8
+    ioctls (cache/pid_translator.c), and the init is found through it."""
+    r = Reader(box, prefix=("unshare", "--pid", "--fork"))
+    m = None
+    try:
+        with open("/proc/%d/task/%d/children" % (r.proc.pid, r.proc.pid)) as f:
+            init = int(f.read().split()[0])
+        m = Mount(["pidns=/proc/%d/ns/pid" % init, "resources=init"])
+        ours = meminfo(read(m.p("meminfo")))
+        theirs = meminfo(r.read(lx.p("meminfo"))[0])
+        assert ours["MemTotal"] == theirs["MemTotal"] == PARENT_MAX // 1024
+        assert meminfo(host("meminfo"))["MemTotal"] > PARENT_MAX // 1024  # else no test
+        up = float(read(m.p("uptime")).split()[0])
+        assert up < float(host("uptime").split()[0]) - 1, "the host's uptime, not the init's"
+        assert abs(up - float(r.read(lx.p("uptime"))[0].split()[0])) < 5
+    finally:
+        if m:
+            m.close()
+        r.close()
