@@ -591,6 +591,98 @@ def test_files_held_open_read_on_across_an_upgrade(tmp_path):
         m.close()
 
 
+class SlowCgroup:
+    """A cgroup whose tasks get 1% of a CPU (v1's cpu controller here, v2's cpu.max in
+    the guest): what they do takes a hundred times longer, so that a step of theirs can
+    be caught before the next."""
+
+    def __init__(self):
+        name = "procfast-slow-%d" % os.getpid()
+        if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            self.path = os.path.join("/sys/fs/cgroup", name)
+            os.mkdir(self.path)
+            self.limit, self.free = ("cpu.max", "1000 100000"), ("cpu.max", "max 100000")
+        else:
+            self.path = os.path.join("/sys/fs/cgroup/cpu", name)
+            os.mkdir(self.path)
+            self.limit, self.free = ("cpu.cfs_quota_us", "1000"), ("cpu.cfs_quota_us", "-1")
+        self.set(*self.limit)
+
+    def set(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def run(self, argv, **kw):
+        return subprocess.Popen(["sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$@"' % self.path,
+                                 "sh"] + argv, **kw)
+
+    def release(self):
+        self.set(*self.free)
+
+    def close(self):
+        self.release()
+        deadline = time.time() + 30
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                assert time.time() < deadline, "cgroup %s still in use" % self.path
+                time.sleep(0.05)
+
+
+def blocks_sighup(pid):
+    """Whether pid blocks SIGHUP: the supervisor does from the start of its loop."""
+    with open("/proc/%d/status" % pid) as f:
+        mask = [l for l in f if l.startswith("SigBlk:")][0].split()[1]
+    return int(mask, 16) & (1 << (signal.SIGHUP - 1)) != 0
+
+
+OWN_STAT = "import os, sys; print(open(sys.argv[1]).read().split()[0] == str(os.getpid()))"
+
+
+def test_an_upgrade_before_the_first_server_answered_init(tmp_path):
+    """SIGHUP as soon as the supervisor handles it, while its first server (slowed to 1%
+    of a CPU) has not yet answered the kernel's INIT: the supervisor executed next must
+    start a first server, which answers that INIT, not a resumed one (which the kernel
+    would never see answer it: every request would wait, or be refused). The mount then
+    serves."""
+    path = str(tmp_path / "mnt")
+    os.mkdir(path)
+    slow = SlowCgroup()
+    log = tempfile.TemporaryFile()
+    p = None
+    try:
+        p = slow.run([BIN, "-f", path], stdout=log, stderr=subprocess.STDOUT,
+                     start_new_session=True)
+        deadline = time.time() + 120
+        while not blocks_sighup(p.pid):
+            assert p.poll() is None and time.time() < deadline, "supervisor not started"
+            time.sleep(0.01)
+        os.kill(p.pid, signal.SIGHUP)
+        while True:  # the upgraded supervisor executed (same pid, new command)
+            log.seek(0)
+            if b"upgrading: executing" in log.read():
+                break
+            assert p.poll() is None and time.time() < deadline, "no upgrade"
+            time.sleep(0.05)
+        slow.release()
+        # in a process of its own: on a connection whose INIT went unanswered it waits
+        r = subprocess.run(["/usr/bin/python3", "-c", OWN_STAT, os.path.join(path, "self", "stat")],
+                           capture_output=True, text=True, timeout=60)
+        log.seek(0)
+        out = log.read().decode(errors="replace")
+        assert r.stdout == "True\n", "%r %s\n%s" % (r.stdout, r.stderr[-300:], out)
+        last_start = [l for l in out.splitlines() if "mirroring /proc" in l][-1]
+        assert not last_start.startswith("procfast: serving again"), out
+    finally:
+        if p is not None:
+            subprocess.run(["umount", "-l", path], check=False)
+            os.killpg(p.pid, signal.SIGKILL)  # the supervisor and its servers
+            p.wait()
+        slow.close()
+
+
 def running(pid):
     """Neither gone nor a zombie."""
     try:

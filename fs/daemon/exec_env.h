@@ -17,6 +17,7 @@
 #define CONTROL_FD_ENV "PROCFAST_CONTROL_FD" /* upgrade: the control= socket */
 #define NODES_FD_ENV "PROCFAST_NODES_FD"    /* the memfd of the mount's node record (cache/node_record.h) */
 #define JOINED_NODES_ENV "PROCFAST_JOINED_NODES" /* upgrade: the handed-over mounts' node records */
+#define INIT_PENDING_ENV "PROCFAST_INIT_PENDING" /* upgrade: the own mount's INIT is not answered yet */
 #define SUCCESSOR_FD_ENV "PROCFAST_SUCCESSOR_FD" /* upgrade: a takeover's successor (takeover.h) */
 
 /* Leaves fd open across execve, named in the environment as name. 0, or -1

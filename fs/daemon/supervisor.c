@@ -18,7 +18,9 @@
  * SIGHUP upgrades: the supervisor stops the server and executes the binary
  * installed at its own path again (a package upgrade replaced it), handing it
  * the session fd; the new supervisor resumes the connection instead of
- * mounting (supervisor_resume_fd).
+ * mounting (supervisor_resume_fd). An upgrade that comes before the first
+ * server answered the kernel's INIT says so (INIT_PENDING_ENV): the next
+ * supervisor's server is then a first one, which answers that INIT.
  *
  * SIGTERM or SIGINT to the supervisor stop the server and unmount. A server
  * that exits by itself (the mount went away, or it was told to stop) ends its
@@ -161,6 +163,7 @@ static void keep_fds(int saved)
 	unsetenv(JOINED_RINGS_ENV);
 	unsetenv(JOINED_NODES_ENV);
 	unsetenv(NODES_FD_ENV);
+	unsetenv(INIT_PENDING_ENV);
 	unsetenv(JOINED_CONNS_ENV);
 	unsetenv(CONTROL_FD_ENV);
 	unsetenv(SUCCESSOR_FD_ENV);
@@ -182,6 +185,11 @@ static int pass_on(int *saved)
 	*saved = mount_slots_save(slots + 1, nslots - 1);
 	if (*saved < 0)
 		return *saved;
+	/* A SIGHUP or a takeover before the first server answered INIT: the
+	 * kernel's INIT still waits, for the next first server (a resumed one
+	 * would refuse it, and the kernel would then refuse every request). */
+	if (!slots[0]->ready && setenv(INIT_PENDING_ENV, "1", 1))
+		return -errno;
 	if (exec_env_pass_fd(JOINED_FD_ENV, *saved) || exec_env_pass_fd(RESUME_ENV, slots[0]->fd) ||
 	    (slots[0]->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, slots[0]->nodes_fd)) ||
 	    (control_fd >= 0 && exec_env_pass_fd(CONTROL_FD_ENV, control_fd)))
@@ -533,7 +541,8 @@ static int supervisor_init(int fd, int resumed, int control, const sigset_t *set
 		return -ENOMEM;
 	nslots = 1;
 	slots[0]->fd = fd;
-	slots[0]->ready = resumed;
+	slots[0]->ready = resumed && !getenv(INIT_PENDING_ENV);
+	unsetenv(INIT_PENDING_ENV);
 	slots[0]->ready_rd = slots[0]->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
 	slots[0]->nodes_fd = nodes_fd; /* an upgrade's, or none yet */

@@ -44,7 +44,7 @@
 /* What an upgrade passes on, and so what a successor takes on. */
 static const char *const passed_env[] = {
 	RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV, CONTROL_FD_ENV,
-	NODES_FD_ENV, JOINED_NODES_ENV,
+	NODES_FD_ENV, JOINED_NODES_ENV, INIT_PENDING_ENV,
 };
 #define NPASSED (sizeof(passed_env) / sizeof(passed_env[0]))
 
@@ -84,7 +84,8 @@ static size_t named_fds(int *fds, size_t max)
 		const char *v = getenv(passed_env[i]);
 		char *end;
 
-		if (!v || !strcmp(passed_env[i], JOINED_CONNS_ENV)) /* numbers, not fds */
+		if (!v || !strcmp(passed_env[i], JOINED_CONNS_ENV) || /* numbers, not fds */
+		    !strcmp(passed_env[i], INIT_PENDING_ENV))
 			continue;
 		for (long fd; *v && n < max; v = end) {
 			fd = strtol(v, &end, 10);
