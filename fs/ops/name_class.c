@@ -15,6 +15,10 @@
 #include "fs/ops/names.h"
 #include "fs/res/resources.h"
 
+/* A resource file's number is packed into NC_RES's 3 bits (name_class.h): one
+ * more file than they hold would spill into NC_STABLE_ATTRS. */
+_Static_assert(RES_FILES - 1 <= NC_RES_FILE(~0u), "enum res_file outgrew NC_RES's bits");
+
 struct name_entry {
 	const char *name;
 	struct name_class cls;

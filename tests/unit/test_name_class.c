@@ -1,0 +1,51 @@
+/* fs/ops/name_class.c: the entry tables, what a name is in its directory. */
+#include <assert.h>
+
+#include "fs/ops/name_class.h"
+#include "fs/ops/reader_ns.h"
+#include "fs/ops/self_state.h"
+#include "fs/res/resources.h"
+
+static const struct name_class *at(const struct name_class *dir, const char *name)
+{
+	const struct name_class *c = name_classify(dir, name);
+
+	assert(c);
+	return c;
+}
+
+int main(void)
+{
+	const struct name_class *root = name_class_root(), *process, *task, *thread;
+
+	/* every table sorted as the binary search needs */
+	assert(name_class_check_tables() == 0);
+
+	process = at(root, "1234");
+	assert(process->flags & NC_TASK);
+	assert(!(at(root, "01234")->flags & NC_TASK)); /* not a pid to procfs */
+	assert(at(root, "self")->flags & NC_CALLER_LINK);
+	assert(at(root, "thread-self")->flags & NC_CALLER_LINK);
+	assert(NC_RES_FILE(at(root, "meminfo")->flags) == RES_MEMINFO);
+	assert(NC_RES_FILE(at(root, "diskstats")->flags) == RES_DISKSTATS);
+	assert(NC_RES_FILE(at(root, "version")->flags) == RES_NONE);
+	assert(at(root, "socket:[1]")->flags & NC_LINK_TARGET);
+
+	/* in a process: what depends on the reader */
+	assert(at(process, "cgroup")->reader_ns & RNS(RNS_CGROUP));
+	assert(at(process, "status")->reader_ns & RNS(RNS_USER));
+	assert(at(process, "status")->self_state == SELF_STATUS);
+	assert(at(process, "stat")->reader_ns & RNS(RNS_TIME));
+	assert(at(process, "maps")->reader_ns & RNS(RNS_ROOT));
+	assert(at(process, "fd")->flags & NC_FILE_TABLE);
+
+	/* a thread's files are links to its leader's while shared */
+	task = at(process, "task");
+	thread = at(task, "5678");
+	assert(thread->flags & NC_TASK);
+	assert(at(thread, "fd")->flags & NC_THREAD_FILES);
+	assert(at(thread, "fdinfo")->flags & NC_THREAD_FILES);
+	assert(at(thread, "net")->flags & NC_THREAD_NET);
+	assert(at(thread, "cgroup")->reader_ns & RNS(RNS_CGROUP));
+	return 0;
+}
