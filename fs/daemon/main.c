@@ -21,6 +21,7 @@
 #include "cache/proc_events.h"
 #include "cache/tgid_index.h"
 #include "fs/cleanup.h"
+#include "fs/daemon/auto_unmount.h"
 #include "fs/daemon/control.h"
 #include "fs/daemon/drain.h"
 #include "fs/daemon/fuse_conn.h"
@@ -452,6 +453,8 @@ int main(int argc, char *argv[])
 		goto out;
 	if (resume_fd >= 0)
 		snprintf(resume_path, sizeof(resume_path), "/dev/fd/%d", resume_fd);
+	if (o.auto_unmount && resume_fd < 0)
+		auto_unmount_before_mount();
 	if (fuse_session_mount(se, resume_fd >= 0 ? resume_path : cmd.mountpoint))
 		goto out_session;
 	own_session = se;
@@ -469,6 +472,9 @@ int main(int argc, char *argv[])
 	/* An upgrade is in the background already, and keeps its pid. */
 	if (fuse_daemonize(cmd.foreground || resume_fd >= 0))
 		goto out_unmount;
+	/* in the process that stays: the watcher waits for its end */
+	if (o.auto_unmount && resume_fd < 0)
+		auto_unmount_watch(cmd.mountpoint);
 	/* Mounted and no thread started yet (capabilities are per thread): from
 	 * here on, supervisor and servers keep only what serving needs. */
 	if (privileges_drop())
