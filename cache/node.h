@@ -58,8 +58,6 @@ struct node {
 	atomic_bool size_taken;     /* it took a reply's size (0) */
 	_Atomic int64_t hidden_size; /* where the next byte beyond is stored */
 	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
-	_Atomic int64_t name_drop_done_ns; /* when the kernel had dropped it (monotonic), or 0 */
-	_Atomic pid_t walked_again_by; /* its process gone: the caller last told ESTALE (fs/ops/entry.c) */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */
 };

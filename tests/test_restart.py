@@ -554,6 +554,11 @@ def test_files_held_open_read_on_across_an_upgrade(tmp_path):
     me = str(os.getpid())
     held = {name: os.open(m.p(me, name), os.O_RDONLY) for name in ("stat", "status", "task", "fdinfo")}
     kids = [subprocess.Popen(["sleep", "60"]) for _ in range(3)]
+    for k in kids:  # the command line reads empty in the instant of the execve
+        deadline = time.time() + 10
+        while open("/proc/%d/cmdline" % k.pid, "rb").read() != b"sleep\x0060\x00":
+            assert time.time() < deadline, "sleep not started"
+            time.sleep(0.01)
     held.update({"child %d" % k.pid: os.open(m.p(k.pid, "cmdline"), os.O_RDONLY) for k in kids})
 
     def read(name, fd):

@@ -16,7 +16,6 @@
 #include "cache/pid_view.h"
 #include "cache/pidgen.h"
 #include "cache/tgid_index.h"
-#include "fs/clock.h"
 #include "fs/ops/caller.h"
 #include "fs/ops/dedup.h"
 #include "fs/ops/dir.h"
@@ -55,51 +54,23 @@ int node_alive(const struct node *n)
 /* The kernel caches a process's name at the root until the exit event drops
  * it (invalidate.c), and the pid may name a new process before that event is
  * handled. procfs checks its names on every walk (pid_revalidate), so there a
- * walk by path reaches the new process, or ENOENT. Here, a request that finds
- * the process gone answers ESTALE (the first one also drops the name,
- * invalidate.h): the VFS then walks the path once more, asking us for every
- * name on it, and a walk from the root fails at the process's name, as on
- * procfs. Which walk a request belongs to is not known:
- *  - while the exit event's drop of the name is under way (it waits for the
- *    root's lock), walks from the root still pass the name and the names
- *    cached below it: ESTALE to every request;
- *  - the request that finds the process gone first drops the name itself;
- *    if it was a revalidation (a walk from the root that passed the name),
- *    the same caller asks again at once with a lookup: ESTALE to it too,
- *    for a moment;
- *  - after, a walk from a held descriptor of the gone process (or one that
- *    passed the name long before) gets ESTALE once, and the same caller
- *    back at once (the VFS's second walk) procfs's answer, ESRCH or ENOENT.
- * Without a caller's tid, only the first request gets ESTALE. */
-#define DROPPER_AGAIN_NS 10000000 /* 10 ms */
-
+ * walk by path reaches the new process, or ENOENT. Here, the first request to
+ * find the process gone drops the name itself (invalidate.h) and answers
+ * ESTALE: the VFS then walks the path once more, asking us for every name on
+ * it. Requests after it (a walk from a held descriptor of the gone process
+ * comes back to the same nodes) get procfs's answer. */
 int node_walk_error(struct node *n, int r)
 {
-	const struct caller *c = caller_current();
-	pid_t tid = c ? c->tid : 0;
 	struct node *dir;
-	int64_t done;
-	pid_t prev;
 
 	/* n's own process was just asked about (pidgen memo): a name absent
 	 * from a live process costs nothing more. */
 	if ((r != -ESRCH && r != -ENOENT) || !node_gone(n))
 		return r;
 	dir = node_process_dir(n);
-	if (!dir || (dir != n && !node_gone(dir)))
+	if (!dir || atomic_load(&dir->name_dropped) || (dir != n && !node_gone(dir)))
 		return r;
-	if (invalidate_found_gone(dir) == 0) {
-		atomic_store(&dir->walked_again_by, -tid); /* the dropper */
-		return -ESTALE;
-	}
-	if (!(done = atomic_load(&dir->name_drop_done_ns)))
-		return -ESTALE;
-	if (!tid)
-		return r;
-	prev = atomic_exchange(&dir->walked_again_by, tid);
-	if (prev == -tid) /* the dropper, back with its lookup after a revalidation */
-		return (int64_t)now_ns() - done < DROPPER_AGAIN_NS ? -ESTALE : r;
-	return prev == tid ? r : -ESTALE;
+	return invalidate_found_gone(dir) ? r : -ESTALE;
 }
 
 /* What the kernel may cache about a process's entries: only while it is a

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "cache/proc_events.h"
-#include "fs/clock.h"
 #include "fs/ops/handle.h"
 
 static struct fuse_session *session;
@@ -55,25 +54,11 @@ static void drop_root_name(const char *name)
 	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
 }
 
-static void dropped_now(struct node *n)
-{
-	atomic_store(&n->name_drop_done_ns, (int64_t)now_ns() + 1);
-}
-
-/* The kernel's name is gone once the notification returns: until then a
- * walk from the root may still pass it and the names cached below it
- * (entry.c, node_walk_error). */
-static void drop_root_name_of(struct node *n)
-{
-	drop_root_name(n->name);
-	dropped_now(n);
-}
-
 /* What the exit event does, from the notifier: it may wait. */
 static void drop_process_name(struct node *n)
 {
 	atomic_store(&n->name_dropped, true);
-	drop_root_name_of(n);
+	drop_root_name(n->name);
 }
 
 /* The lookup that holds the root's lock may be waiting for a thread to serve
@@ -85,13 +70,9 @@ int invalidate_found_gone(struct node *n)
 	if (atomic_exchange(&n->name_dropped, true))
 		return -EALREADY;
 	if (!wait_begin || wait_begin()) {
-		drop_root_name_of(n);
+		drop_root_name(n->name);
 		if (wait_end)
 			wait_end();
-	} else {
-		/* the event's drop may never come (events lost): a walk from a
-		 * held descriptor must not be told ESTALE for good */
-		dropped_now(n);
 	}
 	return 0;
 }

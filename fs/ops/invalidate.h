@@ -12,8 +12,7 @@ void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks);
 /* From a request that found the process of dir n gone: drops the kernel's
  * name of it, unless done before (-EALREADY); 0 when this call dropped it, or
  * left it to the exit event where the request may not wait
- * (invalidate_set_wait_guard). n->name_drop_done_ns says when the kernel had
- * dropped the name (or it was left to the event). */
+ * (invalidate_set_wait_guard). */
 int invalidate_found_gone(struct node *n);
 
 /* Who may wait for the kernel's directory locks while serving a request:
