@@ -1,17 +1,18 @@
 """Reproducer of the soak's flake "read PID/task/PID/attr/fscreate: EINVAL" (tests/soak.py):
 walks by path of a process that exited and was reaped, made through the mount while
 other callers keep lookups at its root in flight, and what they answer. /proc answers
-ENOENT (the walk fails at the root); before the fix in fs/ops/entry.c (node_walk_error)
-the mount answered ESRCH in most rounds: the exit event had marked the process's name
-dropped while its drop still waited for the root's lock, and walks that passed the
-name meanwhile got the gone directory's ESRCH. The soak met it on its second look at a
-failed read (again != theirs), so it reported the first answer, EINVAL.
+ENOENT (the walk fails at the root); the mount answers ESRCH in most rounds: the exit
+event marks the process's name dropped while its drop still waits for the root's lock,
+and walks that pass the name meanwhile get the gone directory's ESRCH
+(fs/ops/entry.c node_walk_error). The soak met it on its second look at a failed read
+(again != theirs), so it reported the first answer, EINVAL.
 
   exit_walk.py MOUNT [ROUNDS]   prints {(lstat outcome, open outcome): rounds}
 
-Not a suite test: a walk that passed the name just before its drop still gets ESRCH
-in about 1 round of 100 here (see node_walk_error), which this load makes likely and
-the soak (walks of processes that exit by themselves) makes rare.
+Not a suite test: not fixed yet. A fix that answered ESTALE to every request while the
+drop was under way was tried and reverted: beside a CPU hog, that ESTALE reached walks
+from a held descriptor of the process (tests/test_bad_input.py
+test_pid_reused_by_new_process), where procfs answers ESRCH.
 """
 import errno
 import os
