@@ -65,7 +65,7 @@ start() {
     PID[$arm]=$!
     for _ in $(seq 100); do
         if mountpoint -q "$dir" && [[ -e $dir/self/stat || -e $dir/1/stat ]]; then
-            # procfast serves from its supervisor's child (fs/daemon/supervisor.c): measure that
+            # procfast serves from its supervisor's child (fs/supervisor/supervisor.c): measure that
             SERVER[$arm]=$(pgrep -P "${PID[$arm]}" | head -1 || true)
             SERVER[$arm]=${SERVER[$arm]:-${PID[$arm]}}
             return

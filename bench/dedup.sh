@@ -58,7 +58,7 @@ start_daemon() { # arm, options...
     DPID[$arm]=$!
     for _ in $(seq 100); do
         if mountpoint -q "$WORK/$arm" && [[ -e $WORK/$arm/self/stat ]]; then
-            # procfast serves from its supervisor's child (fs/daemon/supervisor.c): measure that
+            # procfast serves from its supervisor's child (fs/supervisor/supervisor.c): measure that
             SERVER[$arm]=$(pgrep -P "${DPID[$arm]}" | head -1 || true)
             return
         fi

@@ -126,7 +126,7 @@ the round with most); arms rotate within a round.
 |---|---|---|---|---|---|$rows
 
 A handed-over mount's servers are executed, not forked: they share their ring buffers
-through a memfd the daemon holds (\`fs/daemon/uring_slots.c\`), so that one started after
+through a memfd the daemon holds (\`fs/transport/uring_slots.c\`), so that one started after
 a dead one takes back what the kernel had handed it, as the own mount's forked servers
 do. Its reads then cost what the own mount's do; the reads that moved are the
 scheduler's (\`bench/placement.sh\`).

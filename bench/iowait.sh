@@ -4,7 +4,7 @@
 # no procfast mount, then with one mount over io_uring left idle (uring_threads=THREADS),
 # then unmounted again. A ring thread waits in io_uring_enter for its next request; the
 # kernel counts such a wait as waiting for I/O unless it says it is none
-# (IORING_ENTER_NO_IOWAIT, Linux 6.15), which fs/daemon/uring.c does where the kernel
+# (IORING_ENTER_NO_IOWAIT, Linux 6.15), which fs/transport/uring.c does where the kernel
 # offers it.
 #
 # Arms: this tree's binary (PROCFAST, else build/procfast, built if missing) and, to
@@ -130,7 +130,7 @@ transport's line:$lines
 A ring thread waits in \`io_uring_enter\` for its next request with its entry's command in
 flight, which the kernel counts as waiting for I/O unless the wait says it is none
 (\`IORING_ENTER_NO_IOWAIT\`, Linux 6.15): each idle ring thread was one more blocked task,
-and the idle CPUs' time went to iowait. \`fs/daemon/uring.c\` waits so where the kernel
+and the idle CPUs' time went to iowait. \`fs/transport/uring.c\` waits so where the kernel
 offers it (\`IORING_FEAT_NO_IOWAIT\`); where not, the transport's line says the idle
 threads count as iowait.
 <!-- iowait:end -->"

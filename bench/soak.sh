@@ -41,12 +41,12 @@ ensure_built "$PROCFAST"
 
 mkdir -p "$MNT"
 # 12 root readers at once: more than a uid's share of a CPU's io_uring threads, which
-# would refuse some of their requests (EAGAIN, fs/ops/fair.h); here one uid may use all.
+# would refuse some of their requests (EAGAIN, fs/caller/fair.h); here one uid may use all.
 "$PROCFAST" -f -o max_busy_per_uid=64 "$MNT" 2>"$WORK/daemon.log" &
 DAEMON=$!
 for _ in $(seq 100); do mountpoint -q "$MNT" && [[ -e $MNT/self/stat ]] && break; sleep 0.1; done
 mountpoint -q "$MNT" || { echo "soak.sh: procfast did not mount:" >&2; cat "$WORK/daemon.log" >&2; exit 1; }
-# The process that serves is the supervisor's child (fs/daemon/supervisor.c).
+# The process that serves is the supervisor's child (fs/supervisor/supervisor.c).
 SERVER=$(pgrep -P "$DAEMON" | head -1)
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

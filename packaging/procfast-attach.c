@@ -21,7 +21,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 #include "packaging/attach/detach.h"
 #include "packaging/attach/mountns.h"
 #include "packaging/attach/report.h"

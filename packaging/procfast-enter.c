@@ -32,7 +32,7 @@
 
 #include <linux/magic.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 
 #ifndef FUSE_SUPER_MAGIC
 #define FUSE_SUPER_MAGIC 0x65735546

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("PROCFAST_BIN", os.path.join(ROOT, "build", "procfast"))
 HELPERS = os.environ.get("PROCFAST_HELPERS", os.path.join(os.path.dirname(BIN), "tests"))
 # PROCFAST_WITHOUT=pidfs:pid_ioctl:...: every daemon the tests start behaves as on a kernel
-# without those interfaces (-o without=, cache/kernel_feature.h), to test the fallbacks here.
+# without those interfaces (-o without=, fs/lib/kernel_feature.h), to test the fallbacks here.
 WITHOUT = os.environ.get("PROCFAST_WITHOUT", "")
 
 
@@ -34,7 +34,7 @@ def with_without(options):
 
 
 def is_ns_helper(pid):
-    """A server's maker of helper processes, or one of them (fs/ops/ns_helper.h): a
+    """A server's maker of helper processes, or one of them (fs/caller/ns_helper.h): a
     process of the daemon's that is neither supervisor nor server."""
     try:
         with open("/proc/%d/comm" % pid) as f:
@@ -67,7 +67,7 @@ class Mount:
             time.sleep(0.02)
         # Served once a listing returns: the start-up line is in the log by then.
         os.listdir(self.path)
-        # The rings start after INIT (fs/daemon/transport.c), and /dev/fuse serves until
+        # The rings start after INIT (fs/transport/transport.c), and /dev/fuse serves until
         # they do: wait for the line that says which serves, so that tests know.
         while "once INIT accepts it" in self.output() and "serving through" not in self.output():
             if time.time() > deadline:
@@ -76,7 +76,7 @@ class Mount:
             time.sleep(0.02)
 
     def server_pid(self):
-        """The process that serves: the supervisor's child (see fs/daemon/supervisor.c), or the
+        """The process that serves: the supervisor's child (see fs/supervisor/supervisor.c), or the
         daemon itself with -o norestart."""
         deadline = time.time() + 10
         while True:
@@ -107,7 +107,7 @@ class Mount:
         return os.path.join(self.path, *[str(x) for x in parts])
 
     def over_uring(self):
-        """Whether the rings serve (fs/daemon/transport.c logs it once they do)."""
+        """Whether the rings serve (fs/transport/transport.c logs it once they do)."""
         out = self.output()
         return "serving through io_uring" in out or " over io_uring, " in out
 

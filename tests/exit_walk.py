@@ -4,7 +4,7 @@ other callers keep lookups at its root in flight, and what they answer. /proc an
 ENOENT (the walk fails at the root); the mount answers ESRCH in most rounds: the exit
 event marks the process's name dropped while its drop still waits for the root's lock,
 and walks that pass the name meanwhile get the gone directory's ESRCH
-(fs/ops/entry.c node_walk_error). The soak met it on its second look at a failed read
+(fs/request/entry.c node_walk_error). The soak met it on its second look at a failed read
 (again != theirs), so it reported the first answer, EINVAL.
 
   exit_walk.py MOUNT [ROUNDS]   prints {(lstat outcome, open outcome): rounds}

@@ -92,7 +92,7 @@ class SystemMount:
             self.close()
             raise AssertionError("mount %s %s: rc %d: %s" % (" ".join(args), path, r.returncode,
                                                              r.stderr))
-        # the supervisor and the server it runs (fs/daemon/supervisor.c)
+        # the supervisor and the server it runs (fs/supervisor/supervisor.c)
         # (the process mount.fuse3 ran exits once it went to the background: only the
         # two that stay count)
         found = []

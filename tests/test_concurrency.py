@@ -70,11 +70,11 @@ def deep_walk(root, until, errors, counts):
 # waited there for the kernel (a name dropped at the root waits for the root's lock,
 # which a lookup holds until it is answered) would hang the mount when that lookup is
 # queued behind it: a request only expires a name, which takes no lock
-# (fs/ops/invalidate.h).
+# (fs/request/invalidate.h).
 @pytest.mark.parametrize("options", [(), ("uring_threads=1",)], ids=["default", "one_thread"])
 def test_many_readers_while_processes_fork_and_exit(mount_with, options):
     # Six readers of one uid (root) at once are more than a uid's share of a CPU's threads
-    # over io_uring (3 of 4, fs/ops/fair.h), which refuses some of their requests with
+    # over io_uring (3 of 4, fs/caller/fair.h), which refuses some of their requests with
     # EAGAIN by design (tests/test_fairness.py): here one uid may use every thread.
     m = mount_with("max_busy_per_uid=%d" % BUSY_ALL, *options)
     churn, walkers, threads, errors, counts = [], [], None, [], [0]

@@ -1,4 +1,4 @@
-"""Each caller's share of the daemon (issue 21 item 3, fs/ops/fair.h).
+"""Each caller's share of the daemon (issue 21 item 3, fs/caller/fair.h).
 
 "One user takes every fd: nobody holding opens of loadavg filled the daemon's 20,000 fds;
 root then got EMFILE on 1/status, self/maps and ls 1/fd." Here a uid, and a container,
@@ -43,7 +43,7 @@ def server_fd_limit(pid):
 
 
 def default_shares(m):
-    """The default shares, as fs/ops/fair.h and the README state them, for m's server:
+    """The default shares, as fs/caller/fair.h and the README state them, for m's server:
     the daemon keeps max(256, fd limit / 16) fds (at most half), handles may use the
     rest; a uid, and a container, a quarter of that; a uid half of libfuse's workers and
     all but one of the threads of a CPU's io_uring queue."""

@@ -1,4 +1,4 @@
-"""The root listing (cache/tgid_index.c + cache/proc_events.c) against /proc's leaders.
+"""The root listing (cache/index/tgid_index.c + cache/index/proc_events.c) against /proc's leaders.
 
 Every comparison takes /proc's listing before and after the mount's listing:
 a pid in both /proc listings must be in the mount's, a pid in neither must not,

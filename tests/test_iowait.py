@@ -1,4 +1,4 @@
-"""Idle ring threads wait for no I/O (fs/daemon/uring.c, wait_for_requests). A task that
+"""Idle ring threads wait for no I/O (fs/transport/uring.c, wait_for_requests). A task that
 waits in io_uring_enter while commands of its own are in flight is counted by the kernel
 as waiting for I/O: each ring thread of an idle mount added one to procs_blocked, and its
 CPU's idle time showed as iowait (vmstat's wa at 90-97 on an idle host). Linux 6.15 lets

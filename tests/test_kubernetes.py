@@ -244,7 +244,7 @@ def test_lxcfs_style_pod_sees_its_memory_limit(session, request, daemon_cgroupns
     not the node's. (Its container has a pid namespace of its own, whose init is in
     the limited cgroup; the daemon needs the node's cgroup hierarchies to find it, and
     reads them in the host's cgroup namespace when its container has one of its own:
-    cache/cgroup_fs.h cgroup_fs_enter_init_ns.)"""
+    fs/cgroup/cgroup_fs.h cgroup_fs_enter_init_ns.)"""
     node = request.getfixturevalue("node" if daemon_cgroupns == "host" else "node_own_cgroupns")
     try:
         name, r = session.kube_play(playable(spec("lxcfs-style-pod.yaml")[0], node.path,

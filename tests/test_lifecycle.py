@@ -22,7 +22,7 @@ def test_background_mount_is_usable_then_daemon_exits_on_unmount():
         # usable at once: no waiting after the command returned
         with open(os.path.join(m, "self", "stat")) as f:
             assert f.read().split()[0] == str(os.getpid())
-        # the supervisor, and the server it runs (fs/daemon/supervisor.c)
+        # the supervisor, and the server it runs (fs/supervisor/supervisor.c)
         pids = daemon_pids(m)
         assert len(pids) == 2, pids
         parents = {int(open("/proc/%d/stat" % p).read().split(") ")[1].split()[1]) for p in pids}

@@ -121,7 +121,7 @@ MASKS = {"sched": (re.compile(rb"^clock-delta .*$", re.M), b"<masked>"),
 # stack is in proc_pid_stack, through the mount in request_wait_answer, and its syscall
 # the one it makes then (read, or the stat the size is measured for).  Both are true;
 # these are skipped for that one task.  Its state (stat, status, wchan) is compared: the
-# mount gives it as /proc gives it to the task itself (fs/ops/self_state.c).
+# mount gives it as /proc gives it to the task itself (fs/entries/self_state.c).
 SELF_OBSERVING = {"stack", "syscall"}
 
 
@@ -505,7 +505,7 @@ def test_stat_through_fd(mnt, victim, kind):
         return
     if want["type"] == oct(0):
         # Anon inodes (eventfd, epoll...) have file type 0, which FUSE cannot return (the
-        # kernel rejects such an attr with EIO).  The daemon's documented policy (fs/ops/link.c,
+        # kernel rejects such an attr with EIO).  The daemon's documented policy (fs/request/link.c,
         # link_target_fixup) shows them as regular files with the real inode, size and rdev
         # and the real permission bits; everything else must still match.
         assert got == dict(want, type=oct(stat.S_IFREG)), got

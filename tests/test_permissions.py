@@ -60,7 +60,7 @@ def text(i, kind, arg, failed):
     if kind == "read_drop":
         # own status read through the mount: each request the reader makes through
         # it is one voluntary context switch more (its state is given as /proc
-        # gives it, fs/ops/self_state.c): drop the counters
+        # gives it, fs/entries/self_state.c): drop the counters
         data = "".join(l for l in data.splitlines(True) if not l.startswith(tuple(arg)))
     return ["ok", data]
 

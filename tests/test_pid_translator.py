@@ -1,5 +1,5 @@
 """pidns= views on kernels without the nsfs pid ioctls (before Linux 6.8): procfast
-translates pids through a process in the view's namespace (cache/pid_translator.h).
+translates pids through a process in the view's namespace (cache/index/pid_translator.h).
 
 Here, where the kernel has the ioctls, the translator's answers are compared with
 theirs for every task of the host, threads included, with a container that holds a

@@ -80,7 +80,7 @@ def assert_documented_set(m):
     started_with = int(runner["CapPrm"], 16)
     want = mask(documented_caps()) & started_with
     assert want, "the test runner has none of the kept capabilities"
-    # the supervisor (one thread) and the server it runs (fs/daemon/supervisor.c)
+    # the supervisor (one thread) and the server it runs (fs/supervisor/supervisor.c)
     supervisor, server = m.proc.pid, m.server_pid()
     assert server != supervisor
     tasks = [(supervisor, t) for t in os.listdir("/proc/%d/task" % supervisor)]
@@ -168,7 +168,7 @@ def test_root_still_reads_other_users_secrets(mnt, sleeper):
 
 
 def test_upgrade_keeps_the_documented_set(sleeper):
-    """SIGHUP executes the binary again (fs/daemon/supervisor.c): the upgraded supervisor and
+    """SIGHUP executes the binary again (fs/supervisor/supervisor.c): the upgraded supervisor and
     its server hold the same capabilities as before, so root still reads another user's
     secrets (with an empty bounding set the new binary would have none)."""
     m = Mount()

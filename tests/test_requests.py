@@ -1,5 +1,5 @@
 """What the kernel asks the daemon: a listing that answers the lookups tools make next
-saves them (READDIRPLUS, fs/ops/dir_reply.h). Counted from the daemon's debug log, with
+saves them (READDIRPLUS, fs/request/dir_reply.h). Counted from the daemon's debug log, with
 names kept an hour, so that no lifetime runs out between the listing and the walk."""
 import os
 import time

@@ -51,7 +51,7 @@ def lx_cfs():
 def pf():
     # max_busy_per_uid: test_parallel_readers reads with six processes of one uid (root)
     # at once, more than a uid's share of a CPU's threads over io_uring (3 of 4,
-    # fs/ops/fair.h), which refuses some of their requests with EAGAIN by design
+    # fs/caller/fair.h), which refuses some of their requests with EAGAIN by design
     # (tests/test_fairness.py): here one uid may use every thread.
     m = Mount(["resources=caller", "max_busy_per_uid=64"])
     yield m
@@ -314,7 +314,7 @@ def test_with_hidepid(mount_with):
 
 
 def sampler_switches(mount):
-    """Context switches of the server's load sampler thread (cache/cgroup_load.c)."""
+    """Context switches of the server's load sampler thread (fs/cgroup/cgroup_load.c)."""
     pid = mount.server_pid()
     for tid in os.listdir("/proc/%d/task" % pid):
         if read("/proc/%d/task/%s/comm" % (pid, tid)) == "pf-loadavg":

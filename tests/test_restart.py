@@ -1,4 +1,4 @@
-"""The mount outlives its server (fs/daemon/supervisor.c): a server killed with SIGKILL is
+"""The mount outlives its server (fs/supervisor/supervisor.c): a server killed with SIGKILL is
 replaced on the same FUSE connection, and binds of the mount in other mount namespaces
 work again without ENOTCONN. What a restart costs is documented: handles opened before
 it answer ESTALE, new lookups work."""
@@ -277,7 +277,7 @@ def test_a_request_a_killed_server_had_taken_ends_with_econnaborted(mount_with):
     ends with ECONNABORTED, as any FUSE server's death ends it, not hanging for ever;
     the next server serves. Over io_uring the kernel keeps it in the ring entry the
     dead server took it from, and the next server finds it in the buffers they share
-    and ends it (fs/daemon/uring.c)."""
+    and ends it (fs/transport/uring.c)."""
     m = mount_with()
     server = m.server_pid()
     uring = m.over_uring()
@@ -436,7 +436,7 @@ def requests_held_when_given_up(path, supervisor, server, given_up):
     before it was killed, and a read made while no server ran (the supervisor stopped,
     so that none comes before it gives up). A copy of the supervisor's session fds keeps
     the connection meanwhile, as the kernel kept one that used io_uring (see
-    fs/daemon/fuse_conn.c). given_up() returns once the supervisor gave the mount up.
+    fs/transport/fuse_conn.c). given_up() returns once the supervisor gave the mount up.
     The reads' outcomes, once both ended."""
     copies, threads, handle, stopped = session_fd_copies(supervisor), [], None, False
     try:
@@ -550,7 +550,7 @@ def test_sighup_upgrades_to_the_binary_now_installed(tmp_path):
 
 def test_files_held_open_read_on_across_an_upgrade(tmp_path):
     """An upgrade stops its server by draining: the server leaves its node table to the
-    next (cache/node_record.h), so files and directories of a process held open from
+    next (cache/nodes/node_record.h), so files and directories of a process held open from
     before (an agent's pread loop on PID/stat, a listing of PID/task) read on, as
     /proc gives them, instead of ESTALE as after a crash
     (test_handles_from_before_answer_estale_and_new_opens_work)."""
@@ -734,7 +734,7 @@ def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
                 "the supervisor's pid serves nothing after the upgrade"
     finally:
         # lazily if busy: the upgraded server's kickers may still be in a statx of the
-        # root (fs/daemon/uring.c), which a loaded machine runs late
+        # root (fs/transport/uring.c), which a loaded machine runs late
         if subprocess.run(["umount", str(path)], capture_output=True).returncode:
             subprocess.run(["umount", "-l", str(path)], check=False)
     try:

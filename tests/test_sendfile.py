@@ -5,7 +5,7 @@ On this kernel FUSE's splice_read for direct-io files goes through the page cach
 reads nothing past the size the kernel holds, and what it caches would serve every
 reader of the file. procfast refuses reads for the page cache with EINVAL (procfs's own
 answer for most files; callers fall back to read()), and says a regular file's size is
-its content's length, so that the kernel asks (fs/ops/file_size.c)."""
+its content's length, so that the kernel asks (fs/request/file_size.c)."""
 import errno
 import os
 import re
@@ -157,7 +157,7 @@ def test_busybox_cat(mnt, victim):
 def test_size_is_procfss(mnt, victim):
     """stat shows procfs's size (0), opened or not, so that wc -c, tail, cp and tar treat
     the file as they treat a procfs file (the size the kernel holds for splice is hidden:
-    fs/ops/file_size.c)."""
+    fs/request/file_size.c)."""
     for name in ("cmdline", "environ", "limits", "status", "maps", "pagemap"):
         real, mounted = "/proc/%d/%s" % (victim.pid, name), mnt.p(victim.pid, name)
         assert os.stat(mounted).st_size == os.stat(real).st_size == 0, name

@@ -1,15 +1,15 @@
-"""A new daemon taking over a running one's mounts (-o takeover, fs/daemon/takeover.h), as
+"""A new daemon taking over a running one's mounts (-o takeover, fs/supervisor/takeover.h), as
 a DaemonSet's rollout does it: the successor registers at the old daemon's control=
 socket, the old one is stopped (SIGTERM) or dies (SIGKILL), and every mount, its own and
 those handed to it, goes on being served by the successor without being unmounted.
 Readers open, read and close files throughout, and others read files and directories
 they opened once, before the first hand-over (an agent's pread loop on PID/stat): the
-draining server leaves its node table to the next (cache/node_record.h), so every id
+draining server leaves its node table to the next (cache/nodes/node_record.h), so every id
 and handle the kernel holds goes on naming the same entry. No read or open may fail.
 
 The daemons serve over /dev/fuse (uring=off), as the Kubernetes DaemonSet does: over
 io_uring the kernel ends a request it is handing to a ring entry at the instant the
-entry's thread exits with ECANCELED (fs/daemon/uring.c, drain), which no server can
+entry's thread exits with ECANCELED (fs/transport/uring.c, drain), which no server can
 prevent, so a hand-over there is not free of errors (README "Kubernetes").
 """
 import errno

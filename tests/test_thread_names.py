@@ -2,7 +2,7 @@
 pstree stats for every thread): what lies below them and their own attributes are kept
 while the thread lives, but their names are asked at every walk (a thread is reaped as
 it exits, before its exit event can drop anything). The thread's exit, and a change of
-its own ids, drop the attributes (fs/ops/invalidate.c)."""
+its own ids, drop the attributes (fs/request/invalidate.c)."""
 import os
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Which transport serves (fs/daemon/transport.c): FUSE over io_uring where the kernel
+"""Which transport serves (fs/transport/transport.c): FUSE over io_uring where the kernel
 allows it and -o uring= asks for it, /dev/fuse otherwise. What serves is read from the
 server itself: its io_uring instances are fds of its own (anon_inode:[io_uring]), and
 a request through the mount must then be answered by one of its ring threads."""

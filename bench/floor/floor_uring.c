@@ -43,7 +43,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "fs/daemon/fuse_uring_abi.h"
+#include "fs/transport/fuse_uring_abi.h"
 
 #define FLOOR_MINOR 42 /* the protocol this server speaks: 7.42, io_uring's */
 #define STAT_INO 2

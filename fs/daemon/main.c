@@ -14,38 +14,38 @@
 #include <unistd.h>
 
 
-#include "cache/node.h"
-#include "cache/node_record.h"
-#include "cache/pid_view.h"
-#include "cache/pidgen.h"
-#include "cache/proc_events.h"
-#include "cache/tgid_index.h"
-#include "fs/cleanup.h"
-#include "fs/daemon/auto_unmount.h"
-#include "fs/daemon/control.h"
-#include "fs/daemon/drain.h"
-#include "fs/daemon/fuse_conn.h"
+#include "cache/index/pid_view.h"
+#include "cache/index/pidgen.h"
+#include "cache/index/proc_events.h"
+#include "cache/index/tgid_index.h"
+#include "cache/nodes/node.h"
+#include "cache/nodes/node_record.h"
+#include "fs/caller/caller.h"
+#include "fs/caller/fair.h"
+#include "fs/caller/ns_helper.h"
+#include "fs/caller/reader_ns.h"
 #include "fs/daemon/options.h"
-#include "fs/daemon/pidfile.h"
 #include "fs/daemon/privileges.h"
 #include "fs/daemon/source.h"
-#include "fs/daemon/supervisor.h"
-#include "fs/daemon/takeover.h"
-#include "fs/daemon/transport.h"
-#include "fs/daemon/uring.h"
-#include "fs/log.h"
-#include "fs/ops/caller.h"
-#include "fs/ops/entry.h"
-#include "fs/ops/fair.h"
-#include "fs/ops/invalidate.h"
-#include "fs/ops/name_class.h"
-#include "fs/ops/ns_helper.h"
-#include "fs/ops/ops.h"
-#include "fs/ops/reader_ns.h"
-#include "fs/ops/root_dir.h"
-#include "fs/ops/settings.h"
-#include "fs/ops/thread_dir.h"
-#include "fs/res/resources.h"
+#include "fs/entries/name_class.h"
+#include "fs/lib/cleanup.h"
+#include "fs/lib/log.h"
+#include "fs/lib/settings.h"
+#include "fs/request/entry.h"
+#include "fs/request/invalidate.h"
+#include "fs/request/ops.h"
+#include "fs/request/root_dir.h"
+#include "fs/request/thread_dir.h"
+#include "fs/resources/resources.h"
+#include "fs/supervisor/auto_unmount.h"
+#include "fs/supervisor/control.h"
+#include "fs/supervisor/pidfile.h"
+#include "fs/supervisor/supervisor.h"
+#include "fs/supervisor/takeover.h"
+#include "fs/transport/drain.h"
+#include "fs/transport/fuse_conn.h"
+#include "fs/transport/transport.h"
+#include "fs/transport/uring.h"
 
 static void usage(const char *prog)
 {
@@ -130,7 +130,7 @@ static int setup(const struct options *o)
 
 #define IDLE_WORKERS 4
 /* libfuse's workers when -o max_threads= is not given, rather than libfuse's
- * 10: a uid may have half of them busy (fs/ops/fair.h), and half of 10 is
+ * 10: a uid may have half of them busy (fs/caller/fair.h), and half of 10 is
  * refused to one user's few readers at once (16 readers walking the mount
  * made 22 requests in 100,000 fail with EAGAIN); they start only as
  * requests wait, and all but IDLE_WORKERS end once idle. */
@@ -215,7 +215,7 @@ static void sweep(void)
 	ns_helper_trim();
 }
 
-/* Each caller's share of the daemon's fds and threads (fs/ops/fair.h), from
+/* Each caller's share of the daemon's fds and threads (fs/caller/fair.h), from
  * the fd limit it starts with and the threads that will serve. */
 static void shares_setup(const struct fuse_cmdline_opts *cmd, const struct options *o)
 {
@@ -235,7 +235,7 @@ static void shares_setup(const struct fuse_cmdline_opts *cmd, const struct optio
 
 /* One server: the process that answers requests, with all the threads. */
 /* The ids the kernel holds from the server before go on naming the same
- * entries here (cache/node_record.h). */
+ * entries here (cache/nodes/node_record.h). */
 static void take_nodes_before(void)
 {
 	long n = supervisor_nodes_fd() < 0 ? 0 : node_record_load(supervisor_nodes_fd(), entry_complete_record);

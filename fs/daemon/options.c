@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache/kernel_feature.h"
-#include "fs/daemon/transport.h"
-#include "fs/res/resources.h"
+#include "fs/lib/kernel_feature.h"
+#include "fs/resources/resources.h"
+#include "fs/transport/transport.h"
 
 enum { KEY_RO, KEY_ALLOW_OTHER, KEY_NO_ALLOW_OTHER, KEY_AUTO_UNMOUNT, KEY_MAX_THREADS };
 

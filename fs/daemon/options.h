@@ -31,7 +31,7 @@ struct options {
 	char *uring;          /* -o uring=auto|on|off */
 	int uring_mode;       /* its enum transport_mode */
 	unsigned uring_threads; /* -o uring_threads=N: threads serving each CPU's queue */
-	unsigned max_handles_per_uid;       /* -o max_handles_per_uid=N (0: fs/ops/fair.h's default) */
+	unsigned max_handles_per_uid;       /* -o max_handles_per_uid=N (0: fs/caller/fair.h's default) */
 	unsigned max_handles_per_container; /* -o max_handles_per_container=N */
 	unsigned max_busy_per_uid;          /* -o max_busy_per_uid=N, of each pool of threads */
 	char *without;        /* -o without=NAME[:NAME...]: kernel interfaces not to use (tests) */

@@ -9,8 +9,8 @@
 
 #include <linux/keyctl.h>
 
-#include "fs/log.h"
-#include "fs/ops/caller.h"
+#include "fs/caller/caller.h"
+#include "fs/lib/log.h"
 
 static const cap_value_t kept[] = { PROCFAST_KEPT_CAPS };
 

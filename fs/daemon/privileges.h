@@ -1,7 +1,7 @@
 /* Least privilege: what the daemon keeps once it serves.
  *
  * Every request is answered by a worker thread acting as the caller
- * (fs/ops/caller.h), so the daemon keeps every capability procfs may check for a
+ * (fs/caller/caller.h), so the daemon keeps every capability procfs may check for a
  * caller it stands for; man/procfast.8 (PRIVILEGES) gives the reason for
  * each, and tests/test_privileges.py compares this list, the man page and the
  * running daemon. The list is one capability name a line between the

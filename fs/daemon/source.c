@@ -23,7 +23,7 @@
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 
 int source_is_private(const struct source_spec *s)
 {

@@ -22,7 +22,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 #include "packaging/attach/mountinfo.h"
 #include "packaging/attach/report.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 
 /* The whole file, NUL-terminated; NULL with errno on failure. */
 static char *read_all(const char *path)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 
 int mountns_enter(pid_t pid)
 {

@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/cleanup.h"
+#include "fs/lib/cleanup.h"
 #include "packaging/attach/mountinfo.h"
 #include "packaging/attach/mountns.h"
 #include "packaging/attach/report.h"

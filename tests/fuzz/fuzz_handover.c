@@ -1,6 +1,6 @@
 /* The two decoders of mount hand-over: a control= request's payload
- * (fs/daemon/control.c) and the table of handed-over mounts an upgrade passes on
- * (fs/daemon/slot_table.c). The input's first byte picks one; the rest is decoded.
+ * (fs/supervisor/control.c) and the table of handed-over mounts an upgrade passes on
+ * (fs/supervisor/slot_table.c). The input's first byte picks one; the rest is decoded.
  * Properties, beyond never crashing:
  *  - a payload accepted has an absolute mount point and a non-empty command
  *    line, and its strings laid end to end are the payload again;
@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "fs/daemon/control.h"
-#include "fs/daemon/mount_slot.h"
+#include "fs/supervisor/control.h"
+#include "fs/supervisor/mount_slot.h"
 
 static void check_payload(char *buf, size_t len)
 {

@@ -1,5 +1,5 @@
-/* How the daemon classifies a name from its text (fs/ops/names.c), and the
- * link text hints kept per caller thread (cache/link_hints.c). The input is one
+/* How the daemon classifies a name from its text (fs/lib/proc_names.c), and the
+ * link text hints kept per caller thread (cache/nodes/link_hints.c). The input is one
  * name (up to its first NUL). Properties, beyond never crashing:
  *  - a name taken as a pid or fd prints back as the same string, and a
  *    name is taken as one exactly when procfs's name_to_int would;
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/link_hints.h"
-#include "fs/ops/names.h"
+#include "cache/nodes/link_hints.h"
+#include "fs/lib/proc_names.h"
 
 /* procfs's reading of a number (name_to_int), spelled out independently:
  * digits only, no leading zero, and below the kernel's cut-off. */

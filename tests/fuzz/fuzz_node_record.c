@@ -1,4 +1,4 @@
-/* The node table's hand-over record (cache/node_record.c), which a draining
+/* The node table's hand-over record (cache/nodes/node_record.c), which a draining
  * server leaves to the next one on the same connection. Properties:
  *  - any bytes parse to records or to -EINVAL, without a crash or a leak;
  *  - a table built from the input (a tree of any names, kinds and lookup
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/node.h"
-#include "cache/node_record.h"
+#include "cache/nodes/node.h"
+#include "cache/nodes/node_record.h"
 
 #define MAX_NODES 64
 

@@ -1,4 +1,4 @@
-/* proc_msg_next (cache/proc_msg.c), the decoder of what the proc connector
+/* proc_msg_next (cache/index/proc_msg.c), the decoder of what the proc connector
  * sends, two ways:
  *  - the input as a received buffer: decoding ends, moves forward, and never
  *    reads outside the buffer;
@@ -14,7 +14,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 
-#include "cache/proc_msg.h"
+#include "cache/index/proc_msg.h"
 
 #define MSG_SPACE NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(struct proc_event))
 #define RECORD 9 /* selector byte, pid, tgid */

@@ -1,5 +1,5 @@
-/* The counters of each caller's shares (fs/ops/shares.c) and the shares the
- * daemon makes from its fd limit and threads (fair_limits_of, fs/ops/fair.c).
+/* The counters of each caller's shares (fs/caller/shares.c) and the shares the
+ * daemon makes from its fd limit and threads (fair_limits_of, fs/caller/fair.c).
  *
  * The input is a header and a sequence of steps, each a take or a release
  * for one of 16 keys (uids: 0, 65534, 2^32 - 1, keys whose hashes meet...)
@@ -15,7 +15,7 @@
  * its own offset) against one table, and a count kept beside it checks that
  * no key ever holds more than the limit; at the end the table holds nothing.
  * The header's last bytes are also a configuration whose limits must hold
- * what fs/ops/fair.h says. */
+ * what fs/caller/fair.h says. */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/ops/fair.h"
-#include "fs/ops/shares.h"
+#include "fs/caller/fair.h"
+#include "fs/caller/shares.h"
 
 #define KEYS 16
 #define MAX_TICKETS 4096

@@ -1,4 +1,4 @@
-/* stat_parse (cache/proc_fields.c), which finds a task's state and start
+/* stat_parse (fs/lib/proc_fields.c), which finds a task's state and start
  * time in PID/stat, two ways:
  *  - the input as the text read (truncated to the reader's buffer): never
  *    crashes, never reads past the text;
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/proc_fields.h"
+#include "fs/lib/proc_fields.h"
 
 #define READ_BUF 1024 /* what pidgen.c reads PID/stat into */
 #define COMM_MAX 64   /* kernel threads' names are longer than TASK_COMM_LEN */

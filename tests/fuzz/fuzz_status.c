@@ -1,4 +1,4 @@
-/* status_tgid, status_groups and status_ids (cache/proc_fields.c), which
+/* status_tgid, status_groups and status_ids (fs/lib/proc_fields.c), which
  * read a caller's thread group, supplementary groups and user and group ids from
  * PID/status, two ways:
  *  - the input as the text read (truncated to the reader's buffer): never
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/proc_fields.h"
+#include "fs/lib/proc_fields.h"
 
 #define READ_BUF 4096 /* what caller.c reads PID/status into */
 #define MAX_GROUPS 8  /* small, so that the limit is reached */

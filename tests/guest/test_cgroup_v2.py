@@ -292,7 +292,7 @@ def usage_s(cgroup_dir):
 
 
 def idle_as_documented(up, idle, b1, b2):
-    """fs/res/uptime.c: the age less the CPU time used, or the age itself where the
+    """fs/resources/uptime.c: the age less the CPU time used, or the age itself where the
     cgroup used more CPU time than that (two CPUs busy: the guest under load), as
     LXCFS does; b1 and b2 bound the CPU time read around the read."""
     less = up - b2 - 0.01 <= idle <= up - b1 + 0.01
@@ -411,7 +411,7 @@ def test_a_view_takes_the_resources_of_its_namespaces_init(box, lx):
     """-o pidns=...,resources=init (a container's own /proc, made by procfast from outside
     it): every reader, here one in no limited cgroup, gets the cgroup of the namespace's
     init, as LXCFS gives that init. On 6.1 the view translates pids without the 6.8
-    ioctls (cache/pid_translator.c), and the init is found through it."""
+    ioctls (cache/index/pid_translator.c), and the init is found through it."""
     r = Reader(box, prefix=("unshare", "--pid", "--fork"))
     m = None
     try:

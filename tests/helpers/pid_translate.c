@@ -1,5 +1,5 @@
 /*
- * pid_translate: procfast's pid translator (cache/pid_translator.c), the
+ * pid_translate: procfast's pid translator (cache/index/pid_translator.c), the
  * fallback of pidns= views on kernels without the nsfs pid ioctls, checked
  * against those ioctls on a kernel that has them.
  *
@@ -22,7 +22,7 @@
 
 #include <linux/nsfs.h>
 
-#include "cache/pid_translator.h"
+#include "cache/index/pid_translator.h"
 
 #ifndef NS_GET_PID_FROM_PIDNS
 #define NS_GET_PID_FROM_PIDNS _IOR(NSIO, 0x6, int)

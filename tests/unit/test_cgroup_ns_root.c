@@ -1,4 +1,4 @@
-/* cache/cgroup_ns_root.c: our cgroup namespace's root inside a mount above it. */
+/* fs/cgroup/cgroup_ns_root.c: our cgroup namespace's root inside a mount above it. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cgroup_ns_root.h"
+#include "fs/cgroup/cgroup_ns_root.h"
 
 static char top[] = "/tmp/procfast-unit-cgns-XXXXXX";
 

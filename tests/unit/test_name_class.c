@@ -1,10 +1,10 @@
-/* fs/ops/name_class.c: the entry tables, what a name is in its directory. */
+/* fs/entries/name_class.c: the entry tables, what a name is in its directory. */
 #include <assert.h>
 
-#include "fs/ops/name_class.h"
-#include "fs/ops/reader_ns.h"
-#include "fs/ops/self_state.h"
-#include "fs/res/resources.h"
+#include "fs/caller/reader_ns.h"
+#include "fs/entries/name_class.h"
+#include "fs/entries/self_state.h"
+#include "fs/resources/resources.h"
 
 static const struct name_class *at(const struct name_class *dir, const char *name)
 {

@@ -1,9 +1,9 @@
-/* fs/ops/names.c: the names procfs accepts, decided from their text alone. */
+/* fs/lib/proc_names.c: the names procfs accepts, decided from their text alone. */
 #include <assert.h>
 #include <limits.h>
 #include <string.h>
 
-#include "fs/ops/names.h"
+#include "fs/lib/proc_names.h"
 
 static void pids(void)
 {

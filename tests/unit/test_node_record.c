@@ -1,4 +1,4 @@
-/* cache/node_record.c: the node table a draining server leaves to the next.
+/* cache/nodes/node_record.c: the node table a draining server leaves to the next.
  * What the fuzz target (tests/fuzz/fuzz_node_record.c) cannot tell: a record
  * of another version is skipped whole, a damaged one is refused whole, and
  * either way it is emptied, so that no server takes it twice. */
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/node.h"
-#include "cache/node_record.h"
+#include "cache/nodes/node.h"
+#include "cache/nodes/node_record.h"
 
 static const char class_token;
 

@@ -1,0 +1,600 @@
+#include "cache/index/proc_events.h"
+#include "fs/lib/kernel_feature.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+
+#include "cache/index/pid_view.h"
+#include "cache/index/proc_msg.h"
+#include "cache/index/tgid_index.h"
+#include "cache/nodes/node.h"
+#include "fs/lib/clock.h"
+#include "fs/lib/log.h"
+
+/* struct proc_input of Linux 6.6+, spelled out for older headers. */
+struct listen_filtered {
+	uint32_t mcast_op;
+	uint32_t event_type;
+};
+
+#define WANTED_EVENTS (PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT | \
+		       PROC_EVENT_UID | PROC_EVENT_GID)
+#define ACK_WAIT_MS 300
+#define SWEEP_MS 1000
+#define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
+			 * listener costs forking processes more than its events do */
+#define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
+
+static int sock = -1;
+static int stop_fd = -1;
+static pthread_t thread;
+static _Atomic int running;
+static struct proc_event_hooks hooks;
+
+static int send_listen(const void *op, size_t oplen, uint32_t ack)
+{
+	char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(struct listen_filtered))] = { 0 };
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	struct cn_msg *cn = NLMSG_DATA(nh);
+
+	nh->nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof(*cn) + oplen);
+	nh->nlmsg_type = NLMSG_DONE;
+	nh->nlmsg_pid = 0;
+	cn->id.idx = CN_IDX_PROC;
+	cn->id.val = CN_VAL_PROC;
+	cn->ack = ack;
+	cn->len = (uint16_t)oplen;
+	memcpy(cn->data, op, oplen);
+	return send(sock, nh, nh->nlmsg_len, 0) < 0 ? -errno : 0;
+}
+
+/* Events stamped before the last scan of the source began are in that scan
+ * already. Applied after it, they would undo it: after a loss (ENOBUFS), the
+ * FORK of a process whose EXIT was lost would list it long after it was
+ * reaped. Reading the queue away first cannot tell which events those are:
+ * an overflowed socket holds some ten thousand, and a fork storm refills it
+ * as fast as it is read. */
+static uint64_t scan_began_ns;
+/* Set by a loss, until the queue has been read empty: only then does the
+ * kernel report the next loss (netlink stays "congested" until then), so only
+ * then can a scan be trusted to be followed by every event or by ENOBUFS. */
+static int rescan_pending;
+static uint64_t timens_offset_ns; /* our CLOCK_MONOTONIC minus the kernel's stamps' */
+
+static uint64_t stamp_clock_ns(void)
+{
+	return now_ns() - timens_offset_ns;
+}
+
+/* A time namespace shifts the daemon's CLOCK_MONOTONIC, not the stamps. */
+static void read_timens_offset(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "re");
+	char line[128];
+	long long sec, nsec;
+
+	if (!f)
+		return; /* no time namespaces in this kernel: no offset */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "monotonic %lld %lld", &sec, &nsec) == 2)
+			timens_offset_ns = (uint64_t)(sec * 1000000000LL + nsec);
+	fclose(f);
+}
+
+static void rescan(void)
+{
+	scan_began_ns = stamp_clock_ns();
+	tgid_index_resync();
+}
+
+/* After ENOBUFS the socket still holds events from before the loss: skipped
+ * from now on, as the rescan reflects them. */
+static void note_loss(void)
+{
+	if (!rescan_pending)
+		log_info("process events lost (ENOBUFS): rescanning the source");
+	scan_began_ns = stamp_clock_ns();
+	rescan_pending = 1;
+}
+
+/* The kernel answers a listen request with a PROC_EVENT_NONE carrying our
+ * ack + 1 and an error code. Kernels before 6.6 ignore the 8-byte form and
+ * never answer it; 6.6+ accept it but then filter the answer away with every
+ * other PROC_EVENT_NONE. So a filtered subscription is proven by an event:
+ * the fork and exit of a child made for the purpose (probe > 0).
+ * Returns the ack's error code, 0 on the probe's event, or -ETIMEDOUT. */
+static int wait_ack_or_event(uint32_t ack, pid_t probe)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	while (poll(&p, 1, ACK_WAIT_MS) > 0) {
+		ssize_t n = recv(sock, buf, sizeof(buf), 0);
+		struct proc_msg m;
+
+		if (n < 0 && errno == ENOBUFS) {
+			note_loss(); /* subscribed, and events lost already */
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
+			if (m.what == PROC_EVENT_NONE && m.ack == ack + 1)
+				return -(int)m.err;
+			if (probe > 0 && m.what == PROC_EVENT_FORK && m.pid == probe)
+				return 0;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+static int open_socket(int rcvbuf)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
+
+	sock = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+	if (sock < 0)
+		return -errno;
+	if (rcvbuf > 0 && setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
+	    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+		log_warn("process events: cannot size socket buffer: %s", strerror(errno));
+	if (bind(sock, (struct sockaddr *)&sa, sizeof(sa)))
+		return -errno;
+	return 0;
+}
+
+static pid_t fork_probe(void)
+{
+	pid_t child = fork();
+
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	return child;
+}
+
+/* 0 filtered, 1 unfiltered, <0 error. */
+static int subscribe(void)
+{
+	struct listen_filtered filtered = { PROC_CN_MCAST_LISTEN, WANTED_EVENTS };
+	uint32_t op = PROC_CN_MCAST_LISTEN;
+	int r;
+
+	if (kernel_feature_allowed(KF_EVENT_FILTER) &&
+	    (r = send_listen(&filtered, sizeof(filtered), 0x70660001)) == 0 &&
+	    (r = wait_ack_or_event(0x70660001, fork_probe())) != -ETIMEDOUT)
+		return r;
+	if ((r = send_listen(&op, sizeof(op), 0x70660002)))
+		return r;
+	r = wait_ack_or_event(0x70660002, 0);
+	return r == 0 ? 1 : r;
+}
+
+static void close_socket(void)
+{
+	if (sock >= 0)
+		close(sock);
+	sock = -1;
+}
+
+const char *proc_events_start(const struct proc_events_config *cfg,
+			      const struct proc_event_hooks *h)
+{
+	int r = -EPERM;
+
+	hooks = *h;
+	if (!cfg->disabled && (r = open_socket(cfg->rcvbuf ? cfg->rcvbuf : 8 << 20)) == 0)
+		r = subscribe();
+	if (r < 0) {
+		close_socket();
+		tgid_index_set_fallback(cfg->fallback_ms);
+		tgid_index_refresh();
+		log_warn("process events unavailable (%s): listing the root from a scan cached "
+			 "for %u ms", cfg->disabled ? "disabled" : strerror(-r), cfg->fallback_ms);
+		return "scan";
+	}
+	/* Events from now on are queued; those sent after the scan began may
+	 * be in it too, which is harmless: marking twice and exiting twice are
+	 * idempotent. */
+	read_timens_offset();
+	rescan();
+	return r == 0 ? "events" : "events (unfiltered)";
+}
+
+/* Cache drops found while applying events, done by a thread of their own:
+ * a drop waits for the directory lock that a root listing holds, and root
+ * listings may be waiting for the listener (proc_events_sync). */
+enum notice_kind {
+	NOTICE_CREDS,  /* a uid or gid changed, or an exec (dumpable) */
+	NOTICE_EXITED, /* a leader exited */
+	NOTICE_THREAD, /* a thread (pid, of the group of leader group) exited or changed ids */
+	NOTICE_LOST,   /* events were lost: whatever they said went unseen */
+};
+
+struct notice {
+	enum notice_kind kind;
+	pid_t pid;
+	pid_t group; /* NOTICE_THREAD */
+};
+
+static struct notice *notices;
+static size_t nnotices, notices_cap;
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
+static int notices_closed;
+static int notifier_joined;
+static pthread_t notifier;
+
+static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
+{
+	/* A fork storm's short-lived processes are never looked up: waking the
+	 * notifier for each would cost more than their whole index upkeep. A
+	 * thread's entries are its own at the root, or its group's task/TID. */
+	if (kind != NOTICE_LOST && hooks.named && !hooks.named(pid) &&
+	    !(kind == NOTICE_THREAD && hooks.named(group)))
+		return;
+	pthread_mutex_lock(&notice_lock);
+	if (notices_closed) {
+		pthread_mutex_unlock(&notice_lock);
+		return;
+	}
+	if (nnotices == notices_cap) {
+		size_t cap = notices_cap ? notices_cap * 2 : 256;
+		struct notice *more = cap <= 1 << 20 ? realloc(notices, cap * sizeof(*more)) : NULL;
+
+		if (!more) { /* only a cache drop is lost: the entry expires anyway */
+			pthread_mutex_unlock(&notice_lock);
+			return;
+		}
+		notices = more;
+		notices_cap = cap;
+	}
+	notices[nnotices++] = (struct notice){ kind, pid, group };
+	pthread_cond_signal(&notice_cond);
+	pthread_mutex_unlock(&notice_lock);
+}
+
+static void apply_notice(const struct notice *n)
+{
+	if (n->kind == NOTICE_EXITED && hooks.leader_exited)
+		hooks.leader_exited(n->pid);
+	else if (n->kind == NOTICE_THREAD && hooks.thread_changed)
+		hooks.thread_changed(n->pid, n->group);
+	else if (n->kind == NOTICE_CREDS && hooks.creds_changed)
+		hooks.creds_changed(n->pid);
+	else if (n->kind == NOTICE_LOST && hooks.events_lost)
+		hooks.events_lost();
+}
+
+static void *notify_loop(void *unused)
+{
+	struct notice *batch = NULL;
+	size_t n = 0;
+
+	(void)unused;
+	pthread_mutex_lock(&notice_lock);
+	for (;;) {
+		while (!nnotices && !notices_closed)
+			pthread_cond_wait(&notice_cond, &notice_lock);
+		if (!nnotices)
+			break;
+		free(batch);
+		batch = notices; /* take the whole batch; the listener starts a new one */
+		n = nnotices;
+		notices = NULL;
+		nnotices = notices_cap = 0;
+		pthread_mutex_unlock(&notice_lock);
+		for (size_t i = 0; i < n; i++)
+			apply_notice(&batch[i]);
+		pthread_mutex_lock(&notice_lock);
+	}
+	pthread_mutex_unlock(&notice_lock);
+	free(batch);
+	return NULL;
+}
+
+static void leader_born(pid_t tgid)
+{
+	pid_t v = pid_view_leader_born(tgid);
+
+	if (v)
+		tgid_index_mark(v);
+}
+
+/* Known already, a group keeps its pid in the view: translated again, it
+ * would be lost if it is gone by now (a batch applied late), and with it the
+ * EXIT that follows. */
+/* An exec sets the process dumpable again, or not (a setuid program), which
+ * its files' owner shows: the caches drop it as for a change of its ids. */
+static void leader_execed(pid_t tgid)
+{
+	pid_t v = pid_view_leader_known(tgid);
+
+	if (v) {
+		tgid_index_mark(v);
+		queue_notice(NOTICE_CREDS, v, 0);
+	} else {
+		leader_born(tgid);
+	}
+}
+
+static void leader_exited(pid_t tgid)
+{
+	pid_t v = pid_view_leader_known(tgid);
+
+	pid_view_leader_gone(tgid);
+	if (v) {
+		tgid_index_exited(v);
+		queue_notice(NOTICE_EXITED, v, 0);
+	}
+}
+
+/* Events carry the daemon's pids; the index holds the view's. */
+static void on_event(const struct proc_msg *m)
+{
+	pid_t v;
+
+	switch (m->what) {
+	case PROC_EVENT_FORK:
+		if (m->pid == m->tgid)
+			leader_born(m->tgid);
+		break;
+	case PROC_EVENT_EXEC: /* the group lives on under its tgid */
+		leader_execed(m->tgid);
+		break;
+	case PROC_EVENT_EXIT:
+		if (m->pid == m->tgid)
+			leader_exited(m->tgid);
+		else if (!pid_view_active())
+			queue_notice(NOTICE_THREAD, m->pid, m->tgid);
+		break;
+	case PROC_EVENT_UID:
+	case PROC_EVENT_GID:
+		if ((v = pid_view_leader_known(m->tgid)))
+			queue_notice(NOTICE_CREDS, v, 0);
+		/* a thread's own ids (setuid by raw syscall): its own directories */
+		if (m->pid != m->tgid && !pid_view_active())
+			queue_notice(NOTICE_THREAD, m->pid, m->tgid);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Datagrams taken per recvmmsg: one event each, so a fork storm costs one
+ * system call per batch instead of one per event. A connector event is under
+ * 100 bytes; a larger datagram is cut (MSG_TRUNC) and decoded as far as it
+ * goes, as any event shorter than expected is (proc_msg.c). */
+#define RECV_BATCH 64
+#define RECV_SIZE 512
+
+static void apply_datagram(const char *buf, size_t len)
+{
+	struct proc_msg m;
+
+	for (size_t off = 0; proc_msg_next(buf, len, &off, &m);)
+		if (m.stamp_ns >= scan_began_ns)
+			on_event(&m);
+}
+
+/* Reads and applies everything queued; returns -1 when the socket broke.
+ * Called from the listener thread only (the buffers are its own). */
+static int drain(void)
+{
+	static char bufs[RECV_BATCH][RECV_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	static struct mmsghdr msgs[RECV_BATCH];
+	static struct iovec iov[RECV_BATCH];
+
+	for (int i = 0; i < RECV_BATCH; i++) {
+		iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_SIZE };
+		msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
+	for (;;) {
+		int n = recvmmsg(sock, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
+
+		if (n < 0 && errno == ENOBUFS) {
+			note_loss();
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN && rescan_pending) {
+			rescan_pending = 0;
+			rescan();
+			queue_notice(NOTICE_LOST, 0, 0);
+			return 0;
+		}
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		for (int i = 0; i < n; i++)
+			apply_datagram(bufs[i], msgs[i].msg_len < RECV_SIZE ? msgs[i].msg_len : RECV_SIZE);
+	}
+}
+
+/* Listings wait for queued events to be applied (proc_events_sync): every
+ * process that exists for the caller has its FORK event queued already, so
+ * a listing never misses it. Either events sit in the socket or "applying"
+ * is set until they are in the index. */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static unsigned long applied_batches; /* under sync_lock */
+static _Atomic int applying;
+static int kick_fd = -1;
+
+static int events_pending(void)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	return atomic_load(&applying) || poll(&p, 1, 0) > 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void proc_events_sync(void)
+{
+	struct timespec deadline;
+	uint64_t one = 1;
+
+	if (!running || !events_pending())
+		return;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_nsec += SYNC_WAIT_MS * 1000000L;
+	deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+	deadline.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&sync_lock);
+	while (events_pending()) {
+		unsigned long target = applied_batches + 1;
+
+		if (write(kick_fd, &one, sizeof(one)) < 0)
+			break;
+		while (applied_batches < target)
+			if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline))
+				goto out; /* a stuck listener must not stop listings */
+	}
+out:
+	pthread_mutex_unlock(&sync_lock);
+}
+
+/* Waking for every event would cost forking processes a context switch
+ * each on small machines: after a batch, events gather for a moment unless
+ * a listing asks for them. */
+static void batch_pause(void)
+{
+	struct pollfd p = { .fd = kick_fd, .events = POLLIN };
+
+	poll(&p, 1, BATCH_MS);
+}
+
+static int apply_batch(void)
+{
+	int r;
+
+	atomic_store(&applying, 1);
+	r = drain();
+	atomic_store(&applying, 0);
+	pthread_mutex_lock(&sync_lock);
+	applied_batches++;
+	pthread_cond_broadcast(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
+	return r;
+}
+
+static void *listen_loop(void *unused)
+{
+	struct pollfd p[3] = { { .fd = sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN },
+			       { .fd = kick_fd, .events = POLLIN } };
+	uint64_t last_sweep = now_ms(), count;
+
+	(void)unused;
+	while (!(p[1].revents & POLLIN)) {
+		if (poll(p, 3, SWEEP_MS) < 0 && errno != EINTR)
+			break;
+		if ((p[2].revents & POLLIN) && read(kick_fd, &count, sizeof(count)) < 0)
+			break;
+		if (apply_batch() < 0) {
+			log_err("process events: %s; listing from scans from now on", strerror(errno));
+			tgid_index_set_fallback(100);
+			break;
+		}
+		if ((p[0].revents & POLLIN) && !(p[2].revents & POLLIN))
+			batch_pause();
+		if (now_ms() - last_sweep >= SWEEP_MS) {
+			tgid_index_sweep();
+			node_table_trim();
+			if (hooks.sweep)
+				hooks.sweep();
+			last_sweep = now_ms();
+		}
+	}
+	/* Wake any waiting listing for good. */
+	pthread_mutex_lock(&sync_lock);
+	applied_batches = ~0UL >> 1;
+	pthread_cond_broadcast(&sync_cond);
+	pthread_mutex_unlock(&sync_lock);
+	return NULL;
+}
+
+int proc_events_run(void)
+{
+	if (sock < 0)
+		return 0;
+	stop_fd = eventfd(0, EFD_CLOEXEC);
+	kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (stop_fd < 0 || kick_fd < 0)
+		return -errno;
+	if (pthread_create(&notifier, NULL, notify_loop, NULL))
+		return -EAGAIN;
+	running = 1;
+	if (pthread_create(&thread, NULL, listen_loop, NULL)) {
+		running = 0;
+		proc_events_stop();
+		return -EAGAIN;
+	}
+	/* Named for top -H and for tests that stop one of them (ptrace). */
+	pthread_setname_np(notifier, "pf-notify");
+	pthread_setname_np(thread, "pf-events");
+	return 0;
+}
+
+void proc_events_stop_notices(void)
+{
+	if (kick_fd < 0 || notifier_joined)
+		return;
+	pthread_mutex_lock(&notice_lock);
+	notices_closed = 1;
+	free(notices);
+	notices = NULL;
+	nnotices = notices_cap = 0;
+	pthread_cond_signal(&notice_cond);
+	pthread_mutex_unlock(&notice_lock);
+	pthread_join(notifier, NULL);
+	notifier_joined = 1;
+}
+
+void proc_events_stop(void)
+{
+	if (running) {
+		uint64_t one = 1;
+
+		running = 0;
+		if (write(stop_fd, &one, sizeof(one)) < 0)
+			log_err("cannot stop the event listener: %s", strerror(errno));
+		pthread_join(thread, NULL);
+	}
+	if (kick_fd >= 0 && !notifier_joined) { /* the notifier was started too */
+		pthread_mutex_lock(&notice_lock);
+		notices_closed = 1;
+		pthread_cond_signal(&notice_cond);
+		pthread_mutex_unlock(&notice_lock);
+		pthread_join(notifier, NULL);
+	}
+	if (stop_fd >= 0)
+		close(stop_fd);
+	if (kick_fd >= 0)
+		close(kick_fd);
+	stop_fd = kick_fd = -1;
+	free(notices);
+	notices = NULL;
+	nnotices = notices_cap = 0;
+	close_socket();
+}

@@ -1,0 +1,33 @@
+#include "fs/lib/procfile.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/lib/cleanup.h"
+#include "fs/lib/proc_fields.h"
+
+ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	__do_close int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%d/%s", pid, name);
+	fd = openat(procfs_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, buf, len - 1)) < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+pid_t procfile_tgid(int procfs_fd, pid_t pid)
+{
+	char buf[1024];
+
+	if (procfile_read(procfs_fd, pid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	return status_tgid(buf);
+}

@@ -1,0 +1,229 @@
+/* Directory listings, passed through from the source.
+ *
+ * Offsets are the source's own: procfs encodes the tgid in root offsets and
+ * the fd number in fd/ offsets, so a listing resumed at an offset continues
+ * after the last entry returned, whatever started or exited meanwhile.
+ */
+#include "fs/request/dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/caller/caller.h"
+#include "fs/caller/fair.h"
+#include "fs/caller/source_op.h"
+#include "fs/entries/dedup.h"
+#include "fs/entries/name_class.h"
+#include "fs/lib/cleanup.h"
+#include "fs/lib/settings.h"
+#include "fs/lib/thread_buf.h"
+#include "fs/request/dir_reply.h"
+#include "fs/request/entry.h"
+#include "fs/request/handle.h"
+#include "fs/request/ops.h"
+#include "fs/request/root_dir.h"
+#include "fs/request/thread_dir.h"
+
+struct dir_handle {
+	int fd;
+	int by_helper;  /* a helper opened it for the caller (source_op.h): it is
+			 * listed as the daemon, as the helper found the caller may */
+	int own_fd;     /* the daemon's own fd table: fd is in it, and is not
+			 * listed (-1 else): no reader of /proc sees such an fd */
+	pthread_mutex_t lock; /* the fd's position is shared by its readers */
+	struct fair_hold share; /* counted in its opener's shares (fair.h) */
+};
+
+int dir_handle_fd(const struct fuse_file_info *fi)
+{
+	const struct dir_handle *h = handle_find(fi->fh);
+
+	return h ? h->fd : -1;
+}
+
+/* A source open of n's directory as the caller. */
+static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **made)
+{
+	__do_close int fd = -1;
+	struct fair_hold share;
+	struct dir_handle *h;
+	struct caller c;
+	int r, by_helper = 0;
+
+	if ((r = fair_handle_take(req, &share)))
+		return r;
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c))) {
+		fair_handle_release(&share);
+		return r;
+	}
+	fd = source_open_dir(n->path, &by_helper);
+	r = node_walk_error(n, node_error(n, fd < 0 ? fd : 0));
+	caller_end(&c);
+	if (r || !(h = malloc(sizeof(*h)))) {
+		fair_handle_release(&share);
+		return r ? r : -ENOMEM;
+	}
+	h->fd = move_fd(&fd);
+	h->by_helper = by_helper;
+	h->own_fd = (n->cls->flags & NC_FILE_TABLE) && source_is_daemons(n->path) ? h->fd : -1;
+	h->share = share;
+	pthread_mutex_init(&h->lock, NULL);
+	*made = h;
+	return 0;
+}
+
+static void dir_handle_free(struct dir_handle *h)
+{
+	close(h->fd);
+	fair_handle_release(&h->share);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+/* The directory a handle names; one of an earlier server (handle.c) is
+ * opened again at its first use here, as file.c does. */
+static struct dir_handle *dir_handle_of(fuse_req_t req, struct node *n,
+					const struct fuse_file_info *fi, int *err)
+{
+	struct dir_handle *h = handle_find(fi->fh), *named;
+
+	if (h)
+		return h;
+	if ((*err = dir_handle_make(req, n, &h)))
+		return NULL;
+	named = handle_adopt(fi->fh, h, n);
+	if (named != h)
+		dir_handle_free(h);
+	if (!named)
+		*err = -ENOMEM;
+	return named;
+}
+
+void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_handle *h;
+	int r;
+
+	/* The root is listed from the index by offset alone: no handle, so a
+	 * handle of an earlier daemon on the root is as good as any (stale.c). */
+	if (ino == FUSE_ROOT_ID) {
+		fi->fh = 0;
+		return (void)fuse_reply_open(req, fi);
+	}
+	if ((r = dir_handle_make(req, node_from_ino(ino), &h)))
+		return reply_err(req, r);
+	if (!(fi->fh = handle_give(h, node_from_ino(ino)))) {
+		dir_handle_free(h);
+		return reply_err(req, -ENOMEM);
+	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		dir_handle_free(handle_drop(fi->fh));
+}
+
+/* One getdents of h, as the caller, or as the daemon where the caller's
+ * helper decided (procfs asks some as it lists: map_files, ptrace). */
+static ssize_t source_entries(const struct dir_handle *h, char *raw, size_t size)
+{
+	ssize_t got;
+
+	if (!h->by_helper)
+		return getdents64(h->fd, raw, size);
+	caller_step_out();
+	got = getdents64(h->fd, raw, size);
+	caller_step_in();
+	return got;
+}
+
+static int is_fd_name(const char *name, int fd)
+{
+	char own[16];
+
+	snprintf(own, sizeof(own), "%d", fd);
+	return fd >= 0 && !strcmp(name, own);
+}
+
+/* Converts source entries into the reply until it is full; the next
+ * request resumes at the d_off of the last entry that fitted. */
+static int fill_entries(struct dir_reply *r, const struct dir_handle *h)
+{
+	char *raw = thread_buf(BUF_SOURCE, r->size);
+	struct dedup_listing dl;
+
+	if (!raw)
+		return -ENOMEM;
+	dedup_listing_init(r->dir, &dl);
+	for (;;) {
+		ssize_t got = source_entries(h, raw, r->size);
+
+		if (got <= 0)
+			return got < 0 ? -errno : 0;
+		for (ssize_t pos = 0; pos < got;) {
+			struct dirent64 *de = (struct dirent64 *)(raw + pos);
+
+			if (!is_fd_name(de->d_name, h->own_fd) &&
+			    !dir_reply_add(r, de->d_name, dedup_dtype(&dl, de->d_name, de->d_type),
+					   de->d_ino, de->d_off))
+				return 0;
+			pos += de->d_reclen;
+		}
+	}
+}
+
+/* A listing of n from offset off, as the caller; plus: READDIRPLUS. */
+static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+		 int plus)
+{
+	struct node *n = node_from_ino(ino);
+	struct dir_handle *h = NULL;
+	struct dir_reply reply;
+	struct caller c;
+	int r;
+
+	if (ino != FUSE_ROOT_ID && !(h = dir_handle_of(req, n, fi, &r)))
+		return reply_err(req, r);
+	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+		return reply_err(req, r);
+	dir_reply_init(&reply, req, n, size, plus);
+	if (!reply.out) {
+		r = -ENOMEM;
+	} else if (ino == FUSE_ROOT_ID) {
+		root_dir_fill(&reply, off);
+	} else {
+		pthread_mutex_lock(&h->lock);
+		if (thread_dir_listed(n))
+			r = thread_dir_fill(&reply, off);
+		else if (lseek(h->fd, off, SEEK_SET) < 0)
+			r = -errno;
+		else
+			r = fill_entries(&reply, h);
+		pthread_mutex_unlock(&h->lock);
+	}
+	caller_end(&c);
+	dir_reply_send(&reply, r);
+}
+
+void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 0);
+}
+
+void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	list(req, ino, size, off, fi, 1);
+}
+
+void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_handle *h = ino == FUSE_ROOT_ID ? NULL : handle_drop(fi->fh);
+
+	if (h) /* else the root's, or an earlier server's never used here */
+		dir_handle_free(h);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,67 @@
+/* One mount the supervisor holds: its own (served by forked servers) or one
+ * handed over by another procfast (served by servers that execute the
+ * procfast binary with that mount's command line). */
+#ifndef PROCFAST_MOUNT_SLOT_H
+#define PROCFAST_MOUNT_SLOT_H
+
+#include <signal.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "fs/supervisor/control.h"
+
+#define SLOT_MAX_DEATHS 5
+
+struct mount_slot {
+	int fd;             /* the mount's session fd */
+	pid_t server;       /* its server, 0 while none runs */
+	int ready;          /* a server answered INIT: the next one resumes */
+	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
+	int rings_fd;       /* handed over: the memfd its servers' ring buffers are in, or -1 */
+	int nodes_fd;       /* the memfd a draining server leaves its node table in
+			     * for the next (cache/nodes/node_record.h), or -1 */
+	unsigned conn;      /* handed over: its fusectl number (fuse_conn.h), or 0 */
+	time_t deaths[SLOT_MAX_DEATHS];
+	int next_death;
+	struct join_request join; /* handed over: how (fuse_fd is fd), else empty */
+};
+
+/* A slot for a mount handed over; takes the request's fds and strings. */
+struct mount_slot *mount_slot_from_join(struct join_request *r);
+
+/* Closes what the slot holds, answering a sender still waiting with err. */
+void mount_slot_free(struct mount_slot *s, int err);
+
+/* Makes the memfd a server of s leaves its node table in, if s has none. */
+void mount_slot_hold_nodes(struct mount_slot *s);
+
+/* Forks a server for s. In the child (0 returned) *ready_wr is where the
+ * server says it answered INIT, or -1 when an earlier server set the
+ * connection up; the supervisor keeps the other end (ready_rd). */
+pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr);
+
+/* Starts a server for a handed-over slot: fork, then execute our binary
+ * with the slot's command line, told by the environment to serve that
+ * session fd (supervisor_serve_role), with the slot's ring buffers (made
+ * for its first server). old: the signal mask servers run with. */
+pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old);
+
+/* Handed-over slots across an upgrade's execve (slot_table.c): written to a
+ * memfd, their fds left open; the memfd, or -errno. mount_slot_keep_fds
+ * makes the fds of s close-on-exec again (after an upgrade, or one that
+ * failed). */
+int mount_slots_save(struct mount_slot **slots, size_t n);
+void mount_slot_keep_fds(struct mount_slot *s);
+/* In the new supervisor: appends the saved slots (from the memfd named in
+ * the environment, if any) to *slots; -errno. */
+int mount_slots_restore(struct mount_slot ***slots, size_t *n);
+
+/* The table's format, without touching any fd (for the fuzz target too):
+ * one slot written to fd; slots parsed from buf appended to *slots; a parsed
+ * slot freed without closing the fds it names. */
+int slot_table_write(int fd, const struct mount_slot *s);
+int slot_table_parse(char *buf, size_t len, struct mount_slot ***slots, size_t *n);
+void slot_table_forget(struct mount_slot *s);
+
+
+#endif

@@ -1,0 +1,169 @@
+#include "fs/transport/drain.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs/lib/log.h"
+
+#define MAX_READERS 512
+#define WAKE_SIGNAL SIGURG /* nothing here uses it; ignored by default */
+#define DRAIN_WAIT_MS 5000
+
+static struct fuse_session *session;
+static void (*quiesce_fn)(void);
+static atomic_int draining;
+static atomic_int no_waits;
+static atomic_int waiting;
+/* The threads inside a read of /dev/fuse, by tid: the ones to interrupt. */
+static atomic_int readers[MAX_READERS];
+static _Thread_local int my_slot = -1;
+static int stop_pipe[2] = { -1, -1 };
+
+static int enter(void)
+{
+	int tid = (int)syscall(SYS_gettid);
+
+	for (int i = 0; i < MAX_READERS; i++) {
+		int free_slot = 0;
+
+		if (atomic_compare_exchange_strong(&readers[i], &free_slot, tid))
+			return i;
+	}
+	return -1; /* more readers than slots: the drain waits for it all the same */
+}
+
+int drain_read_begin(void)
+{
+	my_slot = enter();
+	/* registered before looking: the drainer sees either the flag set
+	 * here or this thread in its table */
+	if (atomic_load(&draining)) {
+		drain_read_end();
+		errno = EINTR;
+		return -1;
+	}
+	return 0;
+}
+
+void drain_read_end(void)
+{
+	if (my_slot >= 0)
+		atomic_store(&readers[my_slot], 0);
+	my_slot = -1;
+}
+
+int drain_wait_begin(void)
+{
+	atomic_fetch_add(&waiting, 1);
+	if (atomic_load(&no_waits)) {
+		atomic_fetch_sub(&waiting, 1);
+		return 0;
+	}
+	return 1;
+}
+
+void drain_wait_end(void)
+{
+	atomic_fetch_sub(&waiting, 1);
+}
+
+static int readers_left(int wake);
+
+/* Each step bounded: a stop must come even if something never ends. */
+static int wait_until_zero(atomic_int *count, int wake)
+{
+	int left = 1;
+
+	for (int ms = 0; ms < DRAIN_WAIT_MS; ms++) {
+		left = wake ? readers_left(1) : atomic_load(count);
+		if (!left)
+			break;
+		usleep(1000);
+	}
+	return left;
+}
+
+static int readers_left(int wake)
+{
+	int left = 0;
+
+	for (int i = 0; i < MAX_READERS; i++) {
+		int tid = atomic_load(&readers[i]);
+
+		if (tid) {
+			left++;
+			if (wake)
+				syscall(SYS_tgkill, getpid(), tid, WAKE_SIGNAL);
+		}
+	}
+	return left;
+}
+
+static void *drainer(void *arg)
+{
+	char sig = 0;
+	int left = 1;
+
+	(void)arg;
+	while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR)
+		;
+	if (quiesce_fn)
+		quiesce_fn();
+	atomic_store(&no_waits, 1);
+	if ((left = wait_until_zero(&waiting, 0)))
+		log_warn("stopping with %d requests waiting for the kernel's locks", left);
+	atomic_store(&draining, 1);
+	if ((left = wait_until_zero(NULL, 1)))
+		log_warn("stopping with %d reads of the connection still under way", left);
+	fuse_session_exit(session);
+	return NULL;
+}
+
+static void on_stop(int sig)
+{
+	char c = (char)sig;
+	int saved = errno;
+
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* a second signal while the first is handled: nothing to add */
+	}
+	errno = saved;
+}
+
+static void on_wake(int sig)
+{
+	(void)sig; /* only interrupts a read: no SA_RESTART */
+}
+
+static int handle(int sig, void (*fn)(int))
+{
+	struct sigaction sa = { .sa_handler = fn };
+
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL) ? -errno : 0;
+}
+
+int drain_init(struct fuse_session *se, void (*quiesce)(void))
+{
+	pthread_t t;
+	int r;
+
+	session = se;
+	quiesce_fn = quiesce;
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) ||
+	    fcntl(stop_pipe[0], F_SETFL, 0)) /* the drainer blocks, the handler does not */
+		return -errno;
+	if ((r = pthread_create(&t, NULL, drainer, NULL)))
+		return -r;
+	pthread_detach(t);
+	if ((r = handle(WAKE_SIGNAL, on_wake)) || (r = handle(SIGTERM, on_stop)) ||
+	    (r = handle(SIGINT, on_stop)) || (r = handle(SIGHUP, on_stop)))
+		return r;
+	return 0;
+}
