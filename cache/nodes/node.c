@@ -106,7 +106,7 @@ static int id_match(struct cds_lfht_node *ht_node, const void *key)
 }
 
 /* The node this thread resolved last: a request resolves its id twice, in
- * the stale-id check (fs/request/stale.c) and in the operation. Ids are never
+ * the stale-id check (fs/request/request.h) and in the operation. Ids are never
  * reused and the kernel names only nodes it holds, so a remembered id
  * always names a live node when it comes again. */
 static __thread struct {

@@ -117,7 +117,7 @@ void node_forget(struct node *n, uint64_t count);
  * the boot-time clock in nanoseconds when the table is made, so the ids of a
  * daemon restarted on the same connection never meet those the kernel still
  * holds from its predecessor: those are unknown here (node_from_ino gives
- * NULL) and answered with ESTALE (fs/request/stale.c). */
+ * NULL) and answered with ESTALE (fs/request/request.h). */
 #define NODE_ROOT_ID 1
 
 /* Ids from 2 to NODE_FIXED_MAX are fixed: they name the same entry in every

@@ -201,18 +201,10 @@ void fair_handle_release(struct fair_hold *h)
 
 /* ---------------------------------------------------------------- busy threads */
 
-static struct fuse_lowlevel_ops inner;
-
-struct busy {
-	struct shares *pool; /* NULL: not counted, or not any more */
-	int ticket;
-};
-
 /* The request this thread serves, until its reply goes (fair_replying). */
-static __thread struct busy *serving;
+static __thread struct fair_busy *serving;
 
-/* 1: req may go on (busy_end follows); 0: it was answered EAGAIN. */
-static int busy_begin(fuse_req_t req, struct busy *b)
+int fair_busy_begin(fuse_req_t req, struct fair_busy *b)
 {
 	int q = queue_of_thread ? queue_of_thread() : -1;
 	unsigned p = q >= 0 && (unsigned)q + 1 < pools ? (unsigned)q + 1 : 0;
@@ -238,7 +230,7 @@ static int busy_begin(fuse_req_t req, struct busy *b)
 
 void fair_replying(void)
 {
-	struct busy *b = serving;
+	struct fair_busy *b = serving;
 
 	if (!b)
 		return;
@@ -247,96 +239,8 @@ void fair_replying(void)
 	b->pool = NULL;
 }
 
-/* Without a reply (none is sent for some, or it failed): here. */
-static void busy_end(struct busy *b)
+void fair_busy_end(struct fair_busy *b)
 {
 	if (b->pool)
 		fair_replying();
-}
-
-/* f_OP: OP counted among its uid's busy requests, and refused past its share. */
-#define COUNTED(op, params, args)                    \
-	static void f_##op params                    \
-	{                                            \
-		struct busy b;                       \
-                                                     \
-		if (!busy_begin(req, &b))            \
-			return;                      \
-		inner.op args;                       \
-		busy_end(&b);                        \
-	}
-
-COUNTED(lookup, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
-COUNTED(getattr, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
-COUNTED(setattr, (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		  struct fuse_file_info *fi), (req, ino, attr, to_set, fi))
-COUNTED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
-COUNTED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-COUNTED(getxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
-	(req, ino, name, size))
-COUNTED(listxattr, (fuse_req_t req, fuse_ino_t ino, size_t size), (req, ino, size))
-COUNTED(setxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		   size_t size, int flags), (req, ino, name, value, size, flags))
-COUNTED(removexattr, (fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
-COUNTED(readlink, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-COUNTED(opendir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
-COUNTED(readdir, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		  struct fuse_file_info *fi), (req, ino, size, off, fi))
-COUNTED(readdirplus, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		      struct fuse_file_info *fi), (req, ino, size, off, fi))
-COUNTED(open, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
-COUNTED(read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
-	(req, ino, size, off, fi))
-COUNTED(write, (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		struct fuse_file_info *fi), (req, ino, buf, size, off, fi))
-COUNTED(mknod, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
-	(req, parent, name, mode, rdev))
-COUNTED(mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
-	(req, parent, name, mode))
-COUNTED(unlink, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
-COUNTED(rmdir, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
-COUNTED(symlink, (fuse_req_t req, const char *link, fuse_ino_t parent, const char *name),
-	(req, link, parent, name))
-COUNTED(create, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		 struct fuse_file_info *fi), (req, parent, name, mode, fi))
-COUNTED(rename, (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-		 const char *newname, unsigned int flags), (req, parent, name, newparent, newname, flags))
-COUNTED(link, (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname),
-	(req, ino, newparent, newname))
-
-/* Only the operations the table has: the others stay unset (ENOSYS). */
-#define GUARD(op)                    \
-	do {                         \
-		if (ops->op)         \
-			ops->op = f_##op; \
-	} while (0)
-
-void fair_guard_ops(struct fuse_lowlevel_ops *ops)
-{
-	inner = *ops;
-	GUARD(lookup);
-	GUARD(getattr);
-	GUARD(setattr);
-	GUARD(access);
-	GUARD(statfs);
-	GUARD(getxattr);
-	GUARD(listxattr);
-	GUARD(setxattr);
-	GUARD(removexattr);
-	GUARD(readlink);
-	GUARD(opendir);
-	GUARD(readdir);
-	GUARD(readdirplus);
-	GUARD(open);
-	GUARD(read);
-	GUARD(write);
-	GUARD(mknod);
-	GUARD(mkdir);
-	GUARD(unlink);
-	GUARD(rmdir);
-	GUARD(symlink);
-	GUARD(create);
-	GUARD(rename);
-	GUARD(link);
-	/* init, forget, forget_multi, release, releasedir: as they are */
 }

@@ -31,6 +31,8 @@
 #include <fuse_lowlevel.h>
 
 /* What the shares are made from; 0 for a share: its default. */
+struct shares;
+
 struct fair_config {
 	unsigned long fd_limit;         /* the daemon's RLIMIT_NOFILE (soft) */
 	unsigned handles_per_uid;       /* -o max_handles_per_uid= */
@@ -74,9 +76,17 @@ void fair_limits_of(const struct fair_config *c, struct fair_limits *l);
  * -ENOMEM (then nothing is counted). */
 int fair_init(const struct fair_config *c, int (*queue_of)(void));
 
-/* Points every operation that a request may wait in at its uid's count of
- * busy threads (after stale_guard_ops: a stale id is answered first). */
-void fair_guard_ops(struct fuse_lowlevel_ops *ops);
+/* A request counted among its uid's busy ones (request.h begins each). */
+struct fair_busy {
+	struct shares *pool; /* NULL: not counted, or not any more */
+	int ticket;
+};
+
+/* 1: the request may go on, and fair_busy_end follows; 0: it was answered
+ * EAGAIN, its uid having its share of the pool's threads busy. */
+int fair_busy_begin(fuse_req_t req, struct fair_busy *b);
+/* Its end, where no reply went (none is sent for some, or it failed). */
+void fair_busy_end(struct fair_busy *b);
 
 /* A reply is about to go to the kernel: the request the calling thread
  * serves stops counting now, not after its reply was written, when its

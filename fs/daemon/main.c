@@ -34,7 +34,7 @@
 #include "fs/request/entry.h"
 #include "fs/request/invalidate.h"
 #include "fs/request/ops.h"
-#include "fs/request/root_dir.h"
+#include "fs/request/root_names.h"
 #include "fs/request/thread_dir.h"
 #include "fs/resources/resources.h"
 #include "fs/supervisor/auto_unmount.h"
@@ -121,7 +121,7 @@ static int setup(const struct options *o)
 	pidgen_init(pf.indexfd, pf.same_pid_ns);
 	tgid_index_init(pf.indexfd);
 	thread_dir_init(pf.same_pid_ns);
-	if (caller_init(pf.selfproc) || reader_ns_init(pf.selfproc) || root_dir_init()) {
+	if (caller_init(pf.selfproc) || reader_ns_init(pf.selfproc) || root_names_init()) {
 		fprintf(stderr, "procfast: cannot initialise\n");
 		return -1;
 	}
@@ -513,7 +513,7 @@ out_session:
 		fuse_session_destroy(se);
 	proc_events_stop();
 	node_table_destroy();
-	root_dir_destroy();
+	root_names_destroy();
 	thread_dir_destroy();
 out:
 	free(cmd.mountpoint);

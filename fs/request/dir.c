@@ -24,14 +24,14 @@
 #include "fs/lib/settings.h"
 #include "fs/lib/thread_buf.h"
 #include "fs/request/dir_reply.h"
-#include "fs/request/entry.h"
 #include "fs/request/handle.h"
-#include "fs/request/ops.h"
+#include "fs/request/node_life.h"
+#include "fs/request/request.h"
 #include "fs/request/root_dir.h"
 #include "fs/request/thread_dir.h"
 
 struct dir_handle {
-	int fd;
+	struct handle_head head; /* its fd: first, for handle_fd */
 	int by_helper;  /* a helper opened it for the caller (source_op.h): it is
 			 * listed as the daemon, as the helper found the caller may */
 	int own_fd;     /* the daemon's own fd table: fd is in it, and is not
@@ -40,38 +40,31 @@ struct dir_handle {
 	struct fair_hold share; /* counted in its opener's shares (fair.h) */
 };
 
-int dir_handle_fd(const struct fuse_file_info *fi)
+/* A source open of the request's directory as the caller. */
+static int dir_handle_make(struct request *rq, struct dir_handle **made)
 {
-	const struct dir_handle *h = handle_find(fi->fh);
-
-	return h ? h->fd : -1;
-}
-
-/* A source open of n's directory as the caller. */
-static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **made)
-{
+	struct node *n = rq->node;
 	__do_close int fd = -1;
 	struct fair_hold share;
 	struct dir_handle *h;
-	struct caller c;
 	int r, by_helper = 0;
 
-	if ((r = fair_handle_take(req, &share)))
+	if ((r = fair_handle_take(rq->req, &share)))
 		return r;
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c))) {
+	if ((r = request_act(rq, reader_ns_kinds(n->cls, 0)))) {
 		fair_handle_release(&share);
 		return r;
 	}
 	fd = source_open_dir(n->path, &by_helper);
 	r = node_walk_error(n, node_error(n, fd < 0 ? fd : 0));
-	caller_end(&c);
+	request_act_end(rq);
 	if (r || !(h = malloc(sizeof(*h)))) {
 		fair_handle_release(&share);
 		return r ? r : -ENOMEM;
 	}
-	h->fd = move_fd(&fd);
+	h->head.fd = move_fd(&fd);
 	h->by_helper = by_helper;
-	h->own_fd = (n->cls->flags & NC_FILE_TABLE) && source_is_daemons(n->path) ? h->fd : -1;
+	h->own_fd = (n->cls->flags & NC_FILE_TABLE) && source_is_daemons(n->path) ? h->head.fd : -1;
 	h->share = share;
 	pthread_mutex_init(&h->lock, NULL);
 	*made = h;
@@ -80,7 +73,7 @@ static int dir_handle_make(fuse_req_t req, struct node *n, struct dir_handle **m
 
 static void dir_handle_free(struct dir_handle *h)
 {
-	close(h->fd);
+	close(h->head.fd);
 	fair_handle_release(&h->share);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -88,16 +81,16 @@ static void dir_handle_free(struct dir_handle *h)
 
 /* The directory a handle names; one of an earlier server (handle.c) is
  * opened again at its first use here, as file.c does. */
-static struct dir_handle *dir_handle_of(fuse_req_t req, struct node *n,
-					const struct fuse_file_info *fi, int *err)
+static struct dir_handle *dir_handle_of(struct request *rq, const struct fuse_file_info *fi,
+					int *err)
 {
 	struct dir_handle *h = handle_find(fi->fh), *named;
 
 	if (h)
 		return h;
-	if ((*err = dir_handle_make(req, n, &h)))
+	if ((*err = dir_handle_make(rq, &h)))
 		return NULL;
-	named = handle_adopt(fi->fh, h, n);
+	named = handle_adopt(fi->fh, h, rq->node);
 	if (named != h)
 		dir_handle_free(h);
 	if (!named)
@@ -110,17 +103,18 @@ void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct dir_handle *h;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
 	/* The root is listed from the index by offset alone: no handle, so a
-	 * handle of an earlier daemon on the root is as good as any (stale.c). */
+	 * handle of an earlier daemon on the root is as good as any. */
 	if (ino == FUSE_ROOT_ID) {
 		fi->fh = 0;
 		return (void)fuse_reply_open(req, fi);
 	}
-	if ((r = dir_handle_make(req, node_from_ino(ino), &h)))
-		return reply_err(req, r);
-	if (!(fi->fh = handle_give(h, node_from_ino(ino)))) {
+	if ((r = dir_handle_make(&rq, &h)))
+		return request_fail(&rq, r);
+	if (!(fi->fh = handle_give(h, rq.node))) {
 		dir_handle_free(h);
-		return reply_err(req, -ENOMEM);
+		return request_fail(&rq, -ENOMEM);
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dir_handle_free(handle_drop(fi->fh));
@@ -133,9 +127,9 @@ static ssize_t source_entries(const struct dir_handle *h, char *raw, size_t size
 	ssize_t got;
 
 	if (!h->by_helper)
-		return getdents64(h->fd, raw, size);
+		return getdents64(h->head.fd, raw, size);
 	caller_step_out();
-	got = getdents64(h->fd, raw, size);
+	got = getdents64(h->head.fd, raw, size);
 	caller_step_in();
 	return got;
 }
@@ -175,36 +169,36 @@ static int fill_entries(struct dir_reply *r, const struct dir_handle *h)
 	}
 }
 
-/* A listing of n from offset off, as the caller; plus: READDIRPLUS. */
+/* A listing of the request's directory from offset off, as the caller;
+ * plus: READDIRPLUS. */
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
 		 int plus)
 {
-	struct node *n = node_from_ino(ino);
 	struct dir_handle *h = NULL;
 	struct dir_reply reply;
-	struct caller c;
-	int r;
+	int r = 0;
 
-	if (ino != FUSE_ROOT_ID && !(h = dir_handle_of(req, n, fi, &r)))
-		return reply_err(req, r);
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
-		return reply_err(req, r);
-	dir_reply_init(&reply, req, n, size, plus);
+	REQUEST_BEGIN(rq, req, ino);
+	if (ino != FUSE_ROOT_ID && !(h = dir_handle_of(&rq, fi, &r)))
+		return request_fail(&rq, r);
+	if ((r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))))
+		return request_fail(&rq, r);
+	dir_reply_init(&reply, req, rq.node, size, plus);
 	if (!reply.out) {
 		r = -ENOMEM;
 	} else if (ino == FUSE_ROOT_ID) {
 		root_dir_fill(&reply, off);
 	} else {
 		pthread_mutex_lock(&h->lock);
-		if (thread_dir_listed(n))
+		if (thread_dir_listed(rq.node))
 			r = thread_dir_fill(&reply, off);
-		else if (lseek(h->fd, off, SEEK_SET) < 0)
+		else if (lseek(h->head.fd, off, SEEK_SET) < 0)
 			r = -errno;
 		else
 			r = fill_entries(&reply, h);
 		pthread_mutex_unlock(&h->lock);
 	}
-	caller_end(&c);
+	request_act_end(&rq);
 	dir_reply_send(&reply, r);
 }
 
@@ -219,11 +213,13 @@ void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	list(req, ino, size, off, fi, 1);
 }
 
+/* Releases count no request: one is never refused. */
 void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dir_handle *h = ino == FUSE_ROOT_ID ? NULL : handle_drop(fi->fh);
+	struct dir_handle *h =
+		ino == FUSE_ROOT_ID || !request_node(ino) ? NULL : handle_drop(fi->fh);
 
-	if (h) /* else the root's, or an earlier server's never used here */
+	if (h) /* else the root's, or an earlier server's (never touched) */
 		dir_handle_free(h);
 	fuse_reply_err(req, 0);
 }

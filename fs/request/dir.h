@@ -4,7 +4,11 @@
 
 #include <fuse_lowlevel.h>
 
-/* The source fd behind an open directory handle. */
-int dir_handle_fd(const struct fuse_file_info *fi);
+/* Operations of the table (ops.c). */
+void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 #endif

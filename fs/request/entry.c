@@ -18,71 +18,19 @@
 #include "cache/index/tgid_index.h"
 #include "fs/caller/caller.h"
 #include "fs/caller/source_op.h"
+#include "fs/entries/cache_life.h"
 #include "fs/entries/dedup.h"
 #include "fs/entries/name_class.h"
 #include "fs/lib/proc_names.h"
 #include "fs/lib/settings.h"
-#include "fs/request/dir.h"
-#include "fs/request/file.h"
 #include "fs/request/file_size.h"
-#include "fs/request/invalidate.h"
+#include "fs/request/handle.h"
 #include "fs/request/link.h"
-#include "fs/request/ops.h"
-#include "fs/request/root_dir.h"
+#include "fs/request/node_life.h"
+#include "fs/request/request.h"
+#include "fs/request/root_names.h"
 
-int child_path(const struct node *parent, const char *name, char *buf, size_t len)
-{
-	int n = parent->kind == NODE_ROOT ? snprintf(buf, len, "%s", name)
-					  : snprintf(buf, len, "%s/%s", parent->path, name);
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-/* ESRCH, as procfs answers inside the directory of a process that is gone
- * (or whose pid now names another process); ENOENT inside a thread's. */
-int node_alive(const struct node *n)
-{
-	int r;
-
-	if (!n->owner.pid || !(r = pidgen_check(n->owner.pid, n->owner.gen)))
-		return 0;
-	if (r != -ENOENT)
-		return r; /* cannot tell (EMFILE): say why */
-	return strstr(n->path, "/task/") ? -ENOENT : -ESRCH;
-}
-
-/* The kernel caches a process's name at the root until the exit event drops
- * it (invalidate.c), and the pid may name a new process before that event is
- * handled. procfs checks its names on every walk (pid_revalidate), so there a
- * walk by path reaches the new process, or ENOENT. Here, the first request to
- * find the process gone drops the name itself (invalidate.h) and answers
- * ESTALE: the VFS then walks the path once more, asking us for every name on
- * it. Requests after it (a walk from a held descriptor of the gone process
- * comes back to the same nodes) get procfs's answer. */
-int node_walk_error(struct node *n, int r)
-{
-	struct node *dir;
-
-	/* n's own process was just asked about (pidgen memo): a name absent
-	 * from a live process costs nothing more. */
-	if ((r != -ESRCH && r != -ENOENT) || !node_gone(n))
-		return r;
-	dir = node_process_dir(n);
-	if (!dir || atomic_load(&dir->name_dropped) || (dir != n && !node_gone(dir)))
-		return r;
-	return invalidate_found_gone(dir) ? r : -ESTALE;
-}
-
-/* What the kernel may cache about a process's entries: only while it is a
- * listed leader that has not exited, since the exit event drops the cache
- * (invalidate.c) and nothing announces its reaping. The pidfd check closes
- * the window before the exit event is handled. */
-static int process_cacheable(pid_t tgid)
-{
-	/* With hidepid, what one caller may see another may not, and the
-	 * kernel's caches are shared by all callers. */
-	return !pf.hide_level && tgid_index_live_leader(tgid) && !pidgen_exited(tgid);
-}
 
 /* procfs keeps answering stat on an inode whose entry or process is gone
  * (fstat on an open file, say): the last attributes, owned by root once the
@@ -120,96 +68,6 @@ int node_stat(struct node *n, struct stat *st)
 	return r;
 }
 
-/* What the kernel may cache about a name of class cls in parent: the
- * class's life, narrowed by the state of the process it belongs to. Nothing
- * is cached inside a process that exited (a zombie, or a leader whose
- * threads live on): no event will come for its reaping. A cached name of a
- * process that exited still fails at once: every operation checks the
- * process generation. */
-static enum name_life life_in(const struct node *parent, const struct name_class *cls,
-			      const char *name)
-{
-	if (cls->life == LIFE_OBJECT || cls->life == LIFE_NONE)
-		return cls->life;
-	if (cls->life == LIFE_PROCESS) /* its exit event drops it (invalidate.c) */
-		return process_cacheable(name_pid(name)) ? LIFE_PROCESS : LIFE_NONE;
-	if (parent->owner.tgid && !process_cacheable(parent->owner.tgid))
-		return LIFE_NONE;
-	return cls->life;
-}
-
-/* The same for a node's attributes, asked again at each getattr. */
-/* "Until an event says otherwise": see entry_timeout_for. */
-#define PROCESS_LIFETIME_S 86400.0
-
-/* In a task's directory, the directories count what changes without an
- * event (fd/ its open files in st_size, task/ its threads and net/ its
- * namespace's entries in st_nlink), and the links that stand for shared
- * ones (a thread's fd/, fdinfo/, net/, a thread id's task/) are asked again
- * soon (dedup): their attributes keep attr_timeout. */
-#define NC_DEDUP_LINKS (NC_THREADS_LINK | NC_THREAD_FILES | NC_THREAD_NET)
-
-/* A pid at the root that is a thread's: its group is another's. */
-static int is_root_thread(const struct node *n)
-{
-	return n->cls->life == LIFE_PROCESS && n->owner.tgid != n->owner.pid;
-}
-
-/* A thread's directory keeps its attributes while the thread has not begun
- * to exit: its exit event, sent after that, drops them (invalidate.c). In a
- * pid view the events' thread ids cannot be told in the view's terms. */
-static int thread_cacheable(pid_t tid)
-{
-	return !pid_view_active() && !pidgen_exiting(tid);
-}
-
-static double attr_timeout_for(const struct node *n)
-{
-	enum name_life life = is_root_thread(n) ? LIFE_THREAD : n->cls->life;
-
-	if (life == LIFE_NONE || life == LIFE_NAME ||
-	    (life != LIFE_OBJECT && n->owner.tgid && !process_cacheable(n->owner.tgid)))
-		return 0;
-	/* A live leader's directory, and the files and links in its tasks'
-	 * directories, change owner with its uid or gid, which an event says
-	 * (invalidate.c drops its name, and every name and attribute below). */
-	if (life == LIFE_PROCESS ||
-	    (life == LIFE_TASK && (n->type != S_IFDIR || (n->cls->flags & NC_STABLE_ATTRS)) &&
-	     !(n->cls->flags & NC_DEDUP_LINKS)))
-		return PROCESS_LIFETIME_S;
-	if (life == LIFE_THREAD)
-		return thread_cacheable(n->owner.pid) ? PROCESS_LIFETIME_S : 0;
-	/* a namespace named in a live process: as long as its name (entry_timeout_for) */
-	if (life == LIFE_OBJECT && (n->cls->flags & NC_STABLE_ATTRS) && n->owner.tgid &&
-	    process_cacheable(n->owner.tgid))
-		return PROCESS_LIFETIME_S;
-	return pf.attr_timeout;
-}
-
-#define DEDUP_RECHECK_S 1.0
-
-/* "Until the exit event drops it": a live leader's name and the fixed names
- * in its tasks' directories (the kernel keeps them while memory allows;
- * invalidate.c drops the leader's name at the exit, the names below with it
- * and those held open; a thread's directory is asked again at every walk).
- * A cached name of a process that exited still fails at once: every
- * operation checks the process generation. */
-static double entry_timeout_for(const struct node *parent, enum name_life life)
-{
-	/* A thread is reaped as it exits, before its exit event can be applied:
-	 * its name kept until then would answer stat() for a thread gone from
-	 * procfs. (A leader is a zombie until waited for, which covers that.) */
-	if (life == LIFE_NONE || life == LIFE_THREAD)
-		return 0;
-	/* life_in gave these only inside a live leader whose exit an event will say */
-	if (life == LIFE_PROCESS || life == LIFE_TASK)
-		return PROCESS_LIFETIME_S;
-	/* A link target naming one object ("net:[N]" in ns/) names it for good:
-	 * whatever link points to it, the name is the object's. */
-	if (life == LIFE_OBJECT && parent->owner.tgid && process_cacheable(parent->owner.tgid))
-		return PROCESS_LIFETIME_S;
-	return pf.entry_timeout;
-}
 
 /* The group that a pid at the root belongs to, as its entries' owner: a
  * thread's entries below /proc/TID then live as long as its group's, like
@@ -258,16 +116,16 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 		dedup_link_attr(cls, name, owner.tgid, &st);
 	n = node_get_or_insert(p, name, path, &st,
 			       &(struct node_identity){ kind, st.st_mode, owner.gen }, &owner, cls,
-			       p->kind == NODE_ROOT ? root_dir_fixed_id(name) : 0);
+			       p->kind == NODE_ROOT ? root_names_fixed_id(name) : 0);
 	if (!n)
 		return -ENOMEM;
-	life = life_in(p, cls, name);
+	life = cache_life_of(p, cls, name);
 	memset(e, 0, sizeof(*e));
 	e->ino = node_ino(n);
 	e->generation = n->serial;
 	e->attr = st;
-	e->attr_timeout = attr_timeout_for(n);
-	e->entry_timeout = entry_timeout_for(p, life);
+	e->attr_timeout = cache_life_attr_timeout(n);
+	e->entry_timeout = cache_life_entry_timeout(p, life);
 	/* Whether a thread shares its leader's files is asked again soon: a
 	 * thread that unshares gets its own directory within a second. (A
 	 * thread id's task/ is a link, and a leader's a directory, for good.) */
@@ -278,7 +136,7 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 
 struct node *entry_resolve_fixed(uint64_t id)
 {
-	const char *name = root_dir_fixed_name(id);
+	const char *name = root_names_fixed_name(id);
 	const struct name_class *cls;
 	struct stat st;
 
@@ -318,45 +176,49 @@ int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
 
 void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct node *p = node_from_ino(parent);
 	const struct name_class *cls;
 	struct fuse_entry_param e;
 	enum name_life life;
-	struct caller c;
 	int r;
 
-	if (p->type != S_IFDIR)
-		return reply_err(req, -ENOTDIR);
-	cls = name_classify(p->cls, name);
-	if ((r = caller_begin(req, reader_ns_kinds(cls, 0), &c)))
-		return reply_err(req, r);
-	r = lookup_as(p, cls, name, c.tid, &e);
-	caller_end(&c);
-	if (r == -ENOENT && ((life = life_in(p, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
+	REQUEST_BEGIN(rq, req, parent);
+	if (rq.node->type != S_IFDIR)
+		return request_fail(&rq, -ENOTDIR);
+	cls = name_classify(rq.node->cls, name);
+	if ((r = request_act(&rq, reader_ns_kinds(cls, 0))))
+		return request_fail(&rq, r);
+	r = lookup_as(rq.node, cls, name, rq.caller.tid, &e);
+	request_act_end(&rq);
+	if (r == -ENOENT &&
+	    ((life = cache_life_of(rq.node, cls, name)) == LIFE_FIXED || life == LIFE_TASK)) {
 		/* A fixed name that is absent stays absent (PID/ctty, say). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = entry_timeout_for(p, life);
+		e.entry_timeout = cache_life_entry_timeout(rq.node, life);
 		fuse_reply_entry(req, &e);
 		return;
 	}
 	if (r)
-		return reply_err(req, r);
+		return request_fail(&rq, r);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the caller was interrupted */
 		node_forget(node_from_ino(e.ino), 1);
 }
 
+/* Forgets count no request: a forget is never answered, nor waits. */
 void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	node_forget(node_from_ino(ino), nlookup);
+	struct node *n = request_node(ino);
+
+	if (n) /* else a node of an earlier server (request.h) */
+		node_forget(n, nlookup);
 	fuse_reply_none(req);
 }
 
 void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++) {
-		struct node *n = node_from_ino(forgets[i].ino);
+		struct node *n = request_node(forgets[i].ino);
 
-		if (n) /* else a node of an earlier daemon (stale.c) */
+		if (n)
 			node_forget(n, forgets[i].nlookup);
 	}
 	fuse_reply_none(req);
@@ -364,7 +226,7 @@ void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 
 /* A node's attributes: fstat() on an open file asks about that file, which
  * outlives its name (a zombie's fdinfo/N, an exited process's status); else
- * the source's entry, as the caller (begun). */
+ * the source's entry, as the caller (acting). */
 static int attributes(struct node *n, int fd, struct stat *st)
 {
 	if (fd < 0)
@@ -376,33 +238,28 @@ static int attributes(struct node *n, int fd, struct stat *st)
 	return 0;
 }
 
-static void reply_attributes(fuse_req_t req, struct node *n, int fd, struct caller *c)
+static void reply_attributes(struct request *rq, int fd)
 {
 	struct stat st;
-	int r = attributes(n, fd, &st);
+	int r = attributes(rq->node, fd, &st);
 
-	if (c)
-		caller_end(c);
 	if (r)
-		return reply_err(req, r);
-	file_size_before_reply(n, fd >= 0);
-	fuse_reply_attr(req, &st, attr_timeout_for(n));
+		return request_fail(rq, r);
+	request_act_end(rq);
+	file_size_before_reply(rq->node, fd >= 0);
+	fuse_reply_attr(rq->req, &st, cache_life_attr_timeout(rq->node));
 }
 
 void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
-	/* the root has no handle (dir.c); a helper's has no fd (file.c) */
-	int fd = !fi || ino == FUSE_ROOT_ID ? -1
-		 : n->type == S_IFDIR ? dir_handle_fd(fi) : open_file_fd(fi);
-	struct caller c;
-	int r;
+	int fd, r;
 
-	if (fd >= 0)
-		return reply_attributes(req, n, fd, NULL);
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
-		return reply_err(req, r);
-	reply_attributes(req, n, -1, &c);
+	REQUEST_BEGIN(rq, req, ino);
+	/* the root has no handle (dir.c); a helper's has no fd (file.c) */
+	fd = !fi || ino == FUSE_ROOT_ID ? -1 : handle_fd(fi->fh);
+	if (fd < 0 && (r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))))
+		return request_fail(&rq, r);
+	reply_attributes(&rq, fd);
 }
 
 static struct timespec time_arg(int now, struct timespec given)
@@ -426,7 +283,7 @@ static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
 		     to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		int fd = fi ? open_file_fd(fi) : -1;
+		int fd = fi ? handle_fd(fi->fh) : -1;
 		int r = fd >= 0 ? ftruncate(fd, attr->st_size) : -1;
 
 		if (fd < 0) {
@@ -452,46 +309,37 @@ static int apply_setattr(const struct node *n, struct stat *attr, int to_set,
 }
 
 void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
+		struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
-	struct caller c;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
-		return reply_err(req, r);
-	r = apply_setattr(n, attr, to_set, fi);
-	if (r) {
-		caller_end(&c);
-		return reply_err(req, r);
-	}
-	reply_attributes(req, n, -1, &c);
+		return request_fail(&rq, -EROFS);
+	if ((r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))) ||
+	    (r = apply_setattr(rq.node, attr, to_set, fi)))
+		return request_fail(&rq, r);
+	reply_attributes(&rq, -1);
 }
 
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	struct node *n = node_from_ino(ino);
-	int flags = AT_EACCESS | (n->kind == NODE_LINK_TARGET ? 0 : AT_SYMLINK_NOFOLLOW);
-	struct caller c;
-	int r;
+	int flags, r;
 
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
-		return reply_err(req, r);
-	r = source_access(n->path, mask, flags);
-	r = node_walk_error(n, r ? r : node_alive(n));
-	caller_end(&c);
-	reply_err(req, r);
+	REQUEST_BEGIN(rq, req, ino);
+	flags = AT_EACCESS | (rq.node->kind == NODE_LINK_TARGET ? 0 : AT_SYMLINK_NOFOLLOW);
+	if ((r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))))
+		return request_fail(&rq, r);
+	r = source_access(rq.node->path, mask, flags);
+	request_fail(&rq, node_walk_error(rq.node, r ? r : node_alive(rq.node)));
 }
 
 void pf_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
 
-	(void)ino;
+	REQUEST_BEGIN(rq, req, ino);
 	if (fstatvfs(pf.srcfd, &sv))
-		return reply_err(req, -errno);
+		return request_fail(&rq, -errno);
 	fuse_reply_statfs(req, &sv);
 }
-

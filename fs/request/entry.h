@@ -1,43 +1,14 @@
-/* What lookup and getattr (entry.c) tell the other operations about a node:
- * whether its process is still the one it was made for, and its attributes. */
+/* Names and attributes (entry.c): the lookups, a node's attributes, and
+ * the nodes a server makes without a lookup (fixed ids, handed-over records). */
 #ifndef PROCFAST_ENTRY_H
 #define PROCFAST_ENTRY_H
 
-#include <errno.h>
+#include <fuse_lowlevel.h>
+
 #include <stddef.h>
 #include <sys/stat.h>
 
 #include "cache/nodes/node.h"
-
-/* Source path of a child: "PID" under the root, "PID/fd" below. ENAMETOOLONG
- * when it does not fit PATH_MAX, as the kernel would say. */
-int child_path(const struct node *parent, const char *name, char *buf, size_t len);
-
-/* 0 while the node's process is still the one it was made for, -ESRCH (or
- * -ENOENT in task/) once it is gone, another errno when that cannot be told
- * (out of file descriptors). */
-int node_alive(const struct node *n);
-
-static inline int node_gone(const struct node *n)
-{
-	int r = node_alive(n);
-
-	return r == -ESRCH || r == -ENOENT;
-}
-
-/* The errno for an operation a path walk makes (lookup in n, open, readlink,
- * access) that returned r on n: ESTALE when the kernel may have walked a name
- * of a gone process, which is dropped then, so that it walks again. */
-int node_walk_error(struct node *n, int r);
-
-/* The errno for an operation on n that returned r: if n's process is gone,
- * that explains it best (procfs answers ESRCH/ENOENT), else r. */
-static inline int node_error(const struct node *n, int r)
-{
-	int dead = node_alive(n);
-
-	return dead ? dead : r;
-}
 
 struct fuse_entry_param;
 struct name_class;
@@ -60,5 +31,15 @@ struct node *entry_resolve_fixed(uint64_t id);
  * namespace names it. */
 const struct name_class *entry_complete_record(const struct node *parent, const char *name,
 					       struct node_owner *owner);
+
+/* Operations of the table (ops.c). */
+void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi);
+void pf_access(fuse_req_t req, fuse_ino_t ino, int mask);
+void pf_statfs(fuse_req_t req, fuse_ino_t ino);
 
 #endif

@@ -25,191 +25,33 @@
 #include <unistd.h>
 
 #include "fs/caller/caller.h"
-#include "fs/caller/fair.h"
 #include "fs/caller/ns_helper.h"
-#include "fs/caller/source_op.h"
 #include "fs/entries/name_class.h"
 #include "fs/entries/self_state.h"
-#include "fs/lib/cleanup.h"
 #include "fs/lib/settings.h"
 #include "fs/lib/thread_buf.h"
-#include "fs/request/entry.h"
-#include "fs/request/file_size.h"
 #include "fs/request/handle.h"
-#include "fs/request/ops.h"
+#include "fs/request/node_life.h"
+#include "fs/request/open_file.h"
+#include "fs/request/request.h"
 #include "fs/resources/resources.h"
-
-/* Flags the source open may honour; creation is refused separately. */
-#define PASSED_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
-/* What a helper's open for each read or write keeps of them. */
-#define REOPEN_FLAGS (O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
-
-struct open_file {
-	int fd;                   /* the source file, or -1 with a helper */
-	int via_helper;           /* served by a helper process: */
-	struct ns_helper *helper; /* it opens, reads and writes in the opener's namespaces
-				   * (NULL once none could be had: EPERM) */
-	int flags;                /* the source open's flags */
-	pthread_mutex_t lock;     /* readers of one handle, over self_text */
-	char *self_text;          /* the text made for its reader: its own state
-				   * (self_state.c) or its cgroup's numbers (fs/resources/) */
-	size_t self_len;
-	unsigned char res_file;   /* enum res_file: made from a cgroup's numbers */
-	struct res_target res;    /* whose, decided at open */
-	struct fair_hold share;   /* counted in its opener's shares (fair.h) */
-};
-
-int open_file_fd(const struct fuse_file_info *fi)
-{
-	const struct open_file *of = handle_find(fi->fh);
-
-	return of ? of->fd : -1;
-}
-
-static int writes(int flags)
-{
-	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-}
-
-static int source_flags(const struct node *n, int flags)
-{
-	/* A link target is opened through its link, as procfs's magic links do. */
-	return (flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
-	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW);
-}
-
-/* A worker's source open of n as the caller, into of->fd. */
-static int open_by_worker(const struct caller *c, struct node *n, struct open_file *of)
-{
-	(void)c; /* begun: the worker acts as it */
-	of->fd = openat(pf.srcfd, n->path, of->flags);
-	return node_walk_error(n, node_error(n, of->fd < 0 ? -errno : 0));
-}
-
-/* Opens n as the caller: into of->fd, or through a helper when the
- * caller's namespaces that n depends on are not the daemon's and one
- * thread cannot enter them, or when no worker may stand for the caller
- * (source_op.h). */
-static int open_as_caller(fuse_req_t req, struct node *n, struct open_file *of)
-{
-	struct caller c;
-	int r, helper;
-
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
-		return r;
-	helper = c.ns.foreign || source_needs_helper(n->path);
-	if (!helper)
-		r = open_by_worker(&c, n, of);
-	caller_end(&c);
-	if (!helper)
-		return r;
-	/* never the daemon's own namespace's answer for the caller's */
-	if ((c.ns.foreign & RNS(RNS_PID)) || !(of->helper = ns_helper_get(c.tid)))
-		return -EPERM;
-	r = ns_helper_open(&of->helper, c.tid, n->path, of->flags);
-	/* a content that does not depend on the caller's user namespace, for a
-	 * caller whose ids no helper can take: the worker's */
-	if (!c.ns.foreign && source_helper_declined(n->path, r)) {
-		ns_helper_put(of->helper);
-		of->helper = NULL;
-		if ((r = caller_begin(req, reader_ns_kinds(n->cls, 1), &c)))
-			return r;
-		r = open_by_worker(&c, n, of);
-		caller_end(&c);
-		return r;
-	}
-	of->via_helper = 1;
-	return node_walk_error(n, node_error(n, r == -EOVERFLOW ? -EPERM : r));
-}
-
-static void open_file_free(struct open_file *of)
-{
-	if (of->fd >= 0)
-		close(of->fd);
-	ns_helper_put(of->helper);
-	fair_handle_release(&of->share);
-	pthread_mutex_destroy(&of->lock);
-	free(of->self_text);
-	free(of);
-}
-
-/* Whose cgroup a resource file shows its opener: decided once per open
- * (LXCFS decides at each read; the init of a namespace does not change,
- * and its cgroups are read afresh with each text). */
-static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
-{
-	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
-	of->res = resources_target(fuse_req_ctx(req)->pid);
-}
-
-/* A source open of n as the caller, for the kernel's open flags. */
-static int open_file_make(fuse_req_t req, struct node *n, int flags, struct open_file **made)
-{
-	struct open_file *of;
-	int r;
-
-	if (pf.read_only && writes(flags))
-		return -EROFS;
-	of = calloc(1, sizeof(*of));
-	if (!of)
-		return -ENOMEM;
-	of->fd = -1;
-	of->flags = source_flags(n, flags);
-	pthread_mutex_init(&of->lock, NULL);
-	if ((r = fair_handle_take(req, &of->share)) || (r = open_as_caller(req, n, of))) {
-		open_file_free(of);
-		return r;
-	}
-	if (NC_RES_FILE(n->cls->flags) && resources_on())
-		resource_target(req, n, of);
-	file_size_opening(n);
-	*made = of;
-	return 0;
-}
-
-static void open_file_close(struct node *n, struct open_file *of)
-{
-	file_size_released(n);
-	open_file_free(of);
-}
 
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
 	struct open_file *of;
 	int r;
 
-	if ((r = open_file_make(req, n, fi->flags, &of)))
-		return reply_err(req, r);
-	if (!(fi->fh = handle_give(of, n))) {
-		open_file_close(n, of);
-		return reply_err(req, -ENOMEM);
+	REQUEST_BEGIN(rq, req, ino);
+	if ((r = open_file_make(&rq, fi->flags, &of)))
+		return request_fail(&rq, r);
+	if (!(fi->fh = handle_give(of, rq.node))) {
+		open_file_close(rq.node, of);
+		return request_fail(&rq, -ENOMEM);
 	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
-		open_file_close(n, handle_drop(fi->fh));
-}
-
-/* The open file a handle names. One the kernel kept from an earlier server
- * (on a fixed node: handle.c) is opened again, as its reader, at its first
- * use here, so that a reader holding meminfo open (top) reads on across a
- * restart. */
-static struct open_file *open_file_of(fuse_req_t req, struct node *n,
-				      const struct fuse_file_info *fi, int *err)
-{
-	struct open_file *of = handle_find(fi->fh), *named;
-
-	if (of)
-		return of;
-	if ((*err = open_file_make(req, n, fi->flags, &of)))
-		return NULL;
-	named = handle_adopt(fi->fh, of, n);
-	if (named != of)
-		open_file_close(n, of);
-	if (!named)
-		*err = -ENOMEM;
-	return named;
+		open_file_close(rq.node, handle_drop(fi->fh));
 }
 
 /* Some procfs files are streams (no pread/pwrite: ESPIPE); for them the
@@ -239,7 +81,7 @@ static ssize_t gone_or(const struct node *n, ssize_t r)
 	return gone ? gone : r;
 }
 
-/* One read of the source as the caller (in its namespaces: caller_begin
+/* One read of the source as the caller (in its namespaces: request_act
  * was made for a local file). */
 static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid, char *buf,
 			   size_t size, off_t off)
@@ -251,7 +93,7 @@ static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid
 	if (of->via_helper)
 		return gone_or(n, ns_helper_read(&of->helper, tid, n->path,
 						 O_RDONLY | (of->flags & REOPEN_FLAGS), buf, size, off));
-	got = read_at(of->fd, buf, size, off);
+	got = read_at(of->head.fd, buf, size, off);
 	return got < 0 ? -errno : got;
 }
 
@@ -358,92 +200,112 @@ static size_t from_self_text(const struct open_file *of, char *buf, size_t size,
 	return len;
 }
 
+/* The caller a read or write is made for: acting as it for a worker's
+ * file, in the namespaces evaluated at each read (a uts name, a cgroup
+ * path); a helper's file is read by the helper, as it. */
+static int act_for_io(struct request *rq, const struct open_file *of)
+{
+	if (!of->via_helper)
+		return request_act(rq, rq->node->cls->reader_ns & RNS_AT_EACH_READ);
+	caller_load(rq->req, &rq->caller);
+	return 0;
+}
+
+/* What a read of of from off gives its caller: the reader's own state, its
+ * cgroup's numbers (made at offset 0, read on from there), or the source's. */
+static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
+			 off_t off)
+{
+	const struct caller *c = &rq->caller;
+	struct node *n = rq->node;
+	ssize_t got = 0;
+
+	if (off == 0 || (of->res_file && !of->self_text)) {
+		free(of->self_text);
+		of->self_text = NULL;
+		if (of->res_file)
+			got = take_resource_text(n, of, c);
+		else if (self_state_applies(n, c->tid))
+			got = take_self_text(n, of, c->tid);
+	}
+	if (got == 0)
+		got = of->self_text ? (ssize_t)from_self_text(of, buf, size, off)
+				    : read_source(n, of, c->tid, buf, size, off);
+	return got;
+}
+
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
 	char *buf = thread_buf(BUF_REPLY, size);
 	struct open_file *of;
-	struct caller c;
 	ssize_t got;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
 	if (!buf)
-		return reply_err(req, -ENOMEM);
+		return request_fail(&rq, -ENOMEM);
 	/* A read for the kernel's page cache (splice, sendfile, mmap, before
 	 * the kernel's copy_splice_read for direct io) carries no lock owner:
 	 * its pages would serve every reader of the file (file_size.c). */
 	if (!fi->lock_owner)
-		return reply_err(req, -EINVAL);
-	if (!(of = open_file_of(req, n, fi, &r)))
-		return reply_err(req, r);
-	/* Some entries are evaluated at each read (a uts name, a cgroup path). */
-	if (of->via_helper)
-		caller_load(req, &c);
-	else if ((r = caller_begin(req, n->cls->reader_ns & RNS_AT_EACH_READ, &c)))
-		return reply_err(req, r);
+		return request_fail(&rq, -EINVAL);
+	if (!(of = open_file_of(&rq, fi, &r)) || (r = act_for_io(&rq, of)))
+		return request_fail(&rq, r);
 	pthread_mutex_lock(&of->lock);
-	got = 0;
-	if (off == 0 || (of->res_file && !of->self_text)) {
-		/* from the start: the reader's own state, its cgroup's numbers,
-		 * or afresh */
-		free(of->self_text);
-		of->self_text = NULL;
-		if (of->res_file)
-			got = take_resource_text(n, of, &c);
-		else if (self_state_applies(n, c.tid))
-			got = take_self_text(n, of, c.tid);
-	}
-	if (got == 0)
-		got = of->self_text ? (ssize_t)from_self_text(of, buf, size, off)
-				    : read_source(n, of, c.tid, buf, size, off);
+	got = read_text(&rq, of, buf, size, off);
 	pthread_mutex_unlock(&of->lock);
-	if (!of->via_helper)
-		caller_end(&c);
 	if (got < 0)
-		return reply_err(req, (int)got);
+		return request_fail(&rq, (int)got);
+	request_act_end(&rq);
 	fuse_reply_buf(req, buf, (size_t)got);
+}
+
+/* A write through a helper, which opens the path again for it. */
+static ssize_t write_by_helper(struct request *rq, struct open_file *of, const char *buf,
+			       size_t size, off_t off)
+{
+	struct node *n = rq->node;
+	int r;
+
+	/* asked before too: a write must not reach a new owner of the pid */
+	return !of->helper ? -EPERM
+	       : (r = node_alive(n)) ? r
+	       : gone_or(n, ns_helper_write(&of->helper, rq->caller.tid, n->path,
+					    O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)), buf,
+					    size, off));
 }
 
 void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi)
 {
-	struct node *n = node_from_ino(ino);
 	struct open_file *of;
-	struct caller c;
 	ssize_t done;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if (!(of = open_file_of(req, n, fi, &r)))
-		return reply_err(req, r);
+		return request_fail(&rq, -EROFS);
+	if (!(of = open_file_of(&rq, fi, &r)) || (r = act_for_io(&rq, of)))
+		return request_fail(&rq, r);
 	if (of->via_helper) {
-		caller_load(req, &c);
-		/* asked before too: a write must not reach a new owner of the pid */
-		done = !of->helper ? -EPERM
-		       : (r = node_alive(n)) ? r
-		       : gone_or(n, ns_helper_write(&of->helper, c.tid, n->path,
-						    O_WRONLY | (of->flags & (O_APPEND | REOPEN_FLAGS)),
-						    buf, size, off));
-		if (done < 0)
-			return reply_err(req, (int)done);
-		return (void)fuse_reply_write(req, (size_t)done);
+		done = write_by_helper(&rq, of, buf, size, off);
+	} else {
+		done = write_at(of->head.fd, buf, size, off);
+		done = done < 0 ? -errno : done;
 	}
-	if ((r = caller_begin(req, n->cls->reader_ns & RNS_AT_EACH_READ, &c)))
-		return reply_err(req, r);
-	done = write_at(of->fd, buf, size, off);
-	r = done < 0 ? -errno : 0;
-	caller_end(&c);
-	if (r)
-		return reply_err(req, r);
+	if (done < 0)
+		return request_fail(&rq, (int)done);
+	request_act_end(&rq);
 	fuse_reply_write(req, (size_t)done);
 }
 
+/* Releases count no request: one is never refused. */
 void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct open_file *of = handle_drop(fi->fh);
+	struct node *n = request_node(ino);
+	struct open_file *of = n ? handle_drop(fi->fh) : NULL;
 
-	if (of) /* else an earlier server's, never used here */
-		open_file_close(node_from_ino(ino), of);
+	if (of) /* else an earlier server's (never touched) */
+		open_file_close(n, of);
 	fuse_reply_err(req, 0);
 }

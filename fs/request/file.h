@@ -4,8 +4,11 @@
 
 #include <fuse_lowlevel.h>
 
-/* The source fd behind an open file handle, or -1 when a helper process
- * serves it (ns_helper.h). */
-int open_file_fd(const struct fuse_file_info *fi);
+/* Operations of the table (ops.c). */
+void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi);
+void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * The kernel keeps fi->fh across a server restart and hands it to the next
  * server with the node id. Node ids are never reused, so a handle on an
- * ordinary node of an earlier server is refused with its node (stale.c);
+ * ordinary node of an earlier server is refused with its node (request.h);
  * but the fixed ids (cache/nodes/node.h) outlive servers, and a handle on one
  * must not be taken for an address here. A token is a random per-server
  * base plus a count: the next server's tokens meet an earlier one's with
@@ -116,6 +116,13 @@ void *handle_find(uint64_t token)
 	obj = h ? h->obj : NULL;
 	rcu_read_unlock();
 	return obj;
+}
+
+int handle_fd(uint64_t token)
+{
+	const struct handle_head *obj = handle_find(token);
+
+	return obj ? obj->fd : -1;
 }
 
 void *handle_adopt(uint64_t token, void *obj, const struct node *n)

@@ -7,12 +7,21 @@
 
 struct node;
 
+/* Every object a token names (dir.c's dir_handle, file.c's open_file)
+ * begins with this: what fstat() on the handle asks about. */
+struct handle_head {
+	int fd; /* the source file or directory, or -1 (a helper serves it) */
+};
+
 /* A new token for obj, open on node n; 0 when memory is short. */
 uint64_t handle_give(void *obj, const struct node *n);
 
 /* What token names here, or NULL: a token of an earlier server on the same
  * connection (fs/supervisor/supervisor.c), which only a fixed node can carry. */
 void *handle_find(uint64_t token);
+
+/* The source fd of what token names, or -1. */
+int handle_fd(uint64_t token);
 
 /* Makes token, an earlier server's, name obj here. Returns what it names
  * now: obj, or what a concurrent request adopted first (the caller then

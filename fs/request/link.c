@@ -24,8 +24,8 @@
 #include "fs/entries/name_class.h"
 #include "fs/lib/proc_names.h"
 #include "fs/lib/settings.h"
-#include "fs/request/entry.h"
-#include "fs/request/ops.h"
+#include "fs/request/node_life.h"
+#include "fs/request/request.h"
 
 static int link_text(const char *path, char *buf, size_t len)
 {
@@ -169,23 +169,24 @@ static int read_caller_link(const struct node *n, const struct caller *c, char *
 
 void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct node *n = node_from_ino(ino);
 	char buf[PATH_MAX];
-	struct caller c;
+	struct node *n;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
+	n = rq.node;
 	if (n->kind == NODE_CALLER_LINK) {
-		caller_load(req, &c);
-		r = read_caller_link(n, &c, buf, sizeof(buf));
+		caller_load(req, &rq.caller);
+		r = read_caller_link(n, &rq.caller, buf, sizeof(buf));
 	} else if (n->kind == NODE_DEDUP_LINK) {
 		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
 	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
 		r = -EINVAL;
-	} else if (!(r = caller_begin(req, reader_ns_kinds(n->cls, 1) & RNS_ENTERABLE, &c))) {
-		r = read_mirror_link(n, c.tid, buf, sizeof(buf));
-		caller_end(&c);
+	} else if (!(r = request_act(&rq, reader_ns_kinds(n->cls, 1) & RNS_ENTERABLE))) {
+		r = read_mirror_link(n, rq.caller.tid, buf, sizeof(buf));
+		request_act_end(&rq);
 	}
 	if (r)
-		return reply_err(req, node_walk_error(n, r));
+		return request_fail(&rq, node_walk_error(n, r));
 	fuse_reply_readlink(req, buf);
 }

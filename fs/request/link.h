@@ -3,6 +3,8 @@
 #ifndef PROCFAST_LINK_H
 #define PROCFAST_LINK_H
 
+#include <fuse_lowlevel.h>
+
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -17,5 +19,8 @@ int link_target_find(const struct node *dir, pid_t tid, const char *name, char *
 /* Attributes of a link target as the kernel may accept them. */
 int link_target_stat(const struct node *n, struct stat *st);
 void link_target_fixup(struct stat *st);
+
+/* Operations of the table (ops.c). */
+void pf_readlink(fuse_req_t req, fuse_ino_t ino);
 
 #endif

@@ -8,11 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/request/mutate.h"
 #include "fs/caller/caller.h"
 #include "fs/entries/name_class.h"
 #include "fs/lib/settings.h"
-#include "fs/request/entry.h"
-#include "fs/request/ops.h"
+#include "fs/request/node_life.h"
+#include "fs/request/request.h"
 
 enum change { CH_MKNOD, CH_MKDIR, CH_UNLINK, CH_RMDIR, CH_SYMLINK, CH_CREATE };
 
@@ -48,20 +49,17 @@ static int source_change(enum change what, const char *path, mode_t mode, dev_t 
 static void change_in(fuse_req_t req, fuse_ino_t parent, const char *name, enum change what,
 		      mode_t mode, dev_t rdev, const char *link, int flags)
 {
-	const struct node *dir = node_from_ino(parent);
 	char path[PATH_MAX];
-	struct caller c;
 	int r;
 
+	REQUEST_BEGIN(rq, req, parent);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = child_path(dir, name, path, sizeof(path))))
-		return reply_err(req, r);
-	if ((r = caller_begin(req, reader_ns_kinds(dir->cls, 0), &c)))
-		return reply_err(req, r);
+		return request_fail(&rq, -EROFS);
+	if ((r = child_path(rq.node, name, path, sizeof(path))) ||
+	    (r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))))
+		return request_fail(&rq, r);
 	r = source_change(what, path, mode, rdev, link, flags);
-	caller_end(&c);
-	reply_err(req, r ? r : -EPERM);
+	request_fail(&rq, r ? r : -EPERM);
 }
 
 void pf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -99,34 +97,36 @@ void pf_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags)
 {
 	char from[PATH_MAX], to[PATH_MAX];
-	struct caller c;
+	struct node *newdir;
 	int r;
 
+	REQUEST_BEGIN(rq, req, parent);
+	if (!(newdir = request_node(newparent)))
+		return request_fail(&rq, -ESTALE);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = child_path(node_from_ino(parent), name, from, sizeof(from))) ||
-	    (r = child_path(node_from_ino(newparent), newname, to, sizeof(to))))
-		return reply_err(req, r);
-	if ((r = caller_begin(req, reader_ns_kinds(node_from_ino(parent)->cls, 0), &c)))
-		return reply_err(req, r);
+		return request_fail(&rq, -EROFS);
+	if ((r = child_path(rq.node, name, from, sizeof(from))) ||
+	    (r = child_path(newdir, newname, to, sizeof(to))) ||
+	    (r = request_act(&rq, reader_ns_kinds(rq.node->cls, 0))))
+		return request_fail(&rq, r);
 	r = renameat2(pf.srcfd, from, pf.srcfd, to, flags) ? -errno : -EPERM;
-	caller_end(&c);
-	reply_err(req, r);
+	request_fail(&rq, r);
 }
 
 void pf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	char to[PATH_MAX];
-	struct caller c;
+	struct node *newdir;
 	int r;
 
+	REQUEST_BEGIN(rq, req, ino);
+	if (!(newdir = request_node(newparent)))
+		return request_fail(&rq, -ESTALE);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	if ((r = child_path(node_from_ino(newparent), newname, to, sizeof(to))))
-		return reply_err(req, r);
-	if ((r = caller_begin(req, reader_ns_kinds(node_from_ino(newparent)->cls, 0), &c)))
-		return reply_err(req, r);
-	r = linkat(pf.srcfd, node_from_ino(ino)->path, pf.srcfd, to, 0) ? -errno : -EPERM;
-	caller_end(&c);
-	reply_err(req, r);
+		return request_fail(&rq, -EROFS);
+	if ((r = child_path(newdir, newname, to, sizeof(to))) ||
+	    (r = request_act(&rq, reader_ns_kinds(newdir->cls, 0))))
+		return request_fail(&rq, r);
+	r = linkat(pf.srcfd, rq.node->path, pf.srcfd, to, 0) ? -errno : -EPERM;
+	request_fail(&rq, r);
 }

@@ -1,11 +1,16 @@
-/* The operation table and the session-wide settings negotiated at INIT. */
+/* The operation table and the session-wide settings negotiated at INIT.
+ *
+ * Each operation begins its request itself (request.h: the busy share, the
+ * node, ESTALE for an id of an earlier server); what is not here stays
+ * unset, and the kernel gets ENOSYS. */
 #include "fs/request/ops.h"
 
-#include "fs/caller/fair.h"
-#include "fs/lib/settings.h"
-#include "fs/request/stale.h"
-
-struct procfast pf = { .srcfd = -1, .selfproc = -1 };
+#include "fs/request/dir.h"
+#include "fs/request/entry.h"
+#include "fs/request/file.h"
+#include "fs/request/link.h"
+#include "fs/request/mutate.h"
+#include "fs/request/xattr.h"
 
 static void (*on_connected)(void);
 
@@ -30,14 +35,44 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 		on_connected();
 }
 
+static const struct fuse_lowlevel_ops procfast_operations = {
+	.init = pf_init,
+	/* names and attributes (entry.c) */
+	.lookup = pf_lookup,
+	.forget = pf_forget,
+	.forget_multi = pf_forget_multi,
+	.getattr = pf_getattr,
+	.setattr = pf_setattr,
+	.access = pf_access,
+	.statfs = pf_statfs,
+	.getxattr = xattr_get,
+	.listxattr = xattr_list,
+	.setxattr = xattr_set,
+	.removexattr = xattr_remove,
+	.readlink = pf_readlink,
+	/* listings (dir.c) */
+	.opendir = pf_opendir,
+	.readdir = pf_readdir,
+	.readdirplus = pf_readdirplus,
+	.releasedir = pf_releasedir,
+	/* contents (file.c) */
+	.open = pf_open,
+	.read = pf_read,
+	.write = pf_write,
+	.release = pf_release,
+	/* changes, refused as procfs refuses them (mutate.c) */
+	.mknod = pf_mknod,
+	.mkdir = pf_mkdir,
+	.unlink = pf_unlink,
+	.rmdir = pf_rmdir,
+	.symlink = pf_symlink,
+	.create = pf_create,
+	.rename = pf_rename,
+	.link = pf_link,
+};
+
 const struct fuse_lowlevel_ops *procfast_ops(void (*connected)(void))
 {
-	static struct fuse_lowlevel_ops ops = { .init = pf_init };
-
 	on_connected = connected;
-	if (!ops.lookup) {
-		stale_guard_ops(&ops);
-		fair_guard_ops(&ops); /* every request begins here */
-	}
-	return &ops;
+	return &procfast_operations;
 }

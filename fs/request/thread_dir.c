@@ -24,7 +24,7 @@
 #include "fs/lib/proc_names.h"
 #include "fs/lib/settings.h"
 #include "fs/request/dir_reply.h"
-#include "fs/request/entry.h"
+#include "fs/request/node_life.h"
 
 #define MAX_TEMPLATES 32
 

@@ -15,7 +15,7 @@
  * link, as the kernel follows procfs's magic link. Every other node's calls
  * are made on the entry itself, without following.
  *
- * Each call is made as the caller (caller_begin), so the source decides:
+ * Each call is made as the caller (request_act), so the source decides:
  * following an fd link needs ptrace access to its process, as on /proc. The
  * xattr calls take a path, not a directory fd, so the source is named by
  * its path (pf.source).
@@ -40,8 +40,8 @@
 #include "fs/entries/name_class.h"
 #include "fs/lib/cleanup.h"
 #include "fs/lib/settings.h"
-#include "fs/request/entry.h"
-#include "fs/request/ops.h"
+#include "fs/request/node_life.h"
+#include "fs/request/request.h"
 
 enum xattr_op { XA_GET, XA_LIST, XA_SET, XA_REMOVE };
 
@@ -103,21 +103,20 @@ static ssize_t call(const char *path, int follow, const struct xattr_call *x)
 	return -1;
 }
 
-/* Makes x on ino's source entry as the caller of req: the call's result (a
+/* Makes x on the request's source entry as its caller: the call's result (a
  * length for XA_GET and XA_LIST, 0 for the others), or -errno. A link
  * target is checked before the call (a change must not reach another
  * object) and after it (nor an answer come from one). */
-static ssize_t forward(fuse_req_t req, fuse_ino_t ino, const struct xattr_call *x)
+static ssize_t forward(struct request *rq, const struct xattr_call *x)
 {
-	struct node *n = node_from_ino(ino);
+	struct node *n = rq->node;
 	char path[PATH_MAX];
-	struct caller c;
 	ssize_t len = 0;
 	int r = snprintf(path, sizeof(path), "%s/%s", pf.source, n->path);
 
 	if (r < 0 || (size_t)r >= sizeof(path))
 		return -ENAMETOOLONG;
-	if ((r = caller_begin(req, reader_ns_kinds(n->cls, 0), &c)))
+	if ((r = request_act(rq, reader_ns_kinds(n->cls, 0))))
 		return r;
 	if (!(r = target_still(n)) && !(r = walk_allowed(n))) {
 		len = call(path, n->kind == NODE_LINK_TARGET, x);
@@ -126,7 +125,7 @@ static ssize_t forward(fuse_req_t req, fuse_ino_t ino, const struct xattr_call *
 	/* a process that is gone explains the failure best (ESTALE first, so
 	 * that a walk by path asks again, as for access and open) */
 	r = node_walk_error(n, node_error(n, r));
-	caller_end(&c);
+	request_act_end(rq);
 	return r ? r : len;
 }
 
@@ -139,11 +138,12 @@ static void read_call(fuse_req_t req, fuse_ino_t ino, enum xattr_op op, const ch
 	struct xattr_call x = { .op = op, .name = name, .buf = buf, .size = size };
 	ssize_t len;
 
+	REQUEST_BEGIN(rq, req, ino);
 	if (size && !buf)
-		return reply_err(req, -ENOMEM);
-	len = forward(req, ino, &x);
+		return request_fail(&rq, -ENOMEM);
+	len = forward(&rq, &x);
 	if (len < 0)
-		reply_err(req, (int)len);
+		request_fail(&rq, (int)len);
 	else if (!size)
 		fuse_reply_xattr(req, (size_t)len);
 	else
@@ -164,9 +164,10 @@ void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
  * (EOPNOTSUPP, or the VFS's EPERM); they are still asked of the source. */
 static void change_call(fuse_req_t req, fuse_ino_t ino, const struct xattr_call *x)
 {
+	REQUEST_BEGIN(rq, req, ino);
 	if (pf.read_only)
-		return reply_err(req, -EROFS);
-	reply_err(req, (int)forward(req, ino, x));
+		return request_fail(&rq, -EROFS);
+	request_fail(&rq, (int)forward(&rq, x));
 }
 
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,

@@ -7,7 +7,7 @@
  * supervisor's pristine state and serves the same connection, so the mount
  * and every bind of it in every container answer again instead of failing
  * with ENOTCONN as they would for LXCFS. Node ids the kernel still holds from
- * the dead server are answered ESTALE (stale.c) and looked up again; a
+ * the dead server are answered ESTALE (request.h) and looked up again; a
  * server stopped by draining (an upgrade, a takeover) leaves its node table
  * in the slot's memfd for the next (cache/nodes/node_record.h) instead.
  *

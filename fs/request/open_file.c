@@ -1,0 +1,141 @@
+/* Opening a file of the source as its opener (open_file.h): by the worker
+ * acting as the caller, or by a helper process in the caller's namespaces
+ * (file.c says when). */
+#include "fs/request/open_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fs/caller/source_op.h"
+#include "fs/entries/name_class.h"
+#include "fs/lib/settings.h"
+#include "fs/request/file_size.h"
+#include "fs/request/node_life.h"
+#include "fs/resources/resources.h"
+
+static int writes(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int source_flags(const struct node *n, int flags)
+{
+	/* A link target is opened through its link, as procfs's magic links do. */
+	return (flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
+	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW);
+}
+
+/* A worker's source open of n as the caller (acting), into of->head.fd. */
+static int open_by_worker(struct node *n, struct open_file *of)
+{
+	of->head.fd = openat(pf.srcfd, n->path, of->flags);
+	return node_walk_error(n, node_error(n, of->head.fd < 0 ? -errno : 0));
+}
+
+/* Opens n as the caller: into of->head.fd, or through a helper when the
+ * caller's namespaces that n depends on are not the daemon's and one
+ * thread cannot enter them, or when no worker may stand for the caller
+ * (source_op.h). */
+static int open_as_caller(struct request *rq, struct open_file *of)
+{
+	const struct caller *c = &rq->caller;
+	struct node *n = rq->node;
+	int r, helper;
+
+	if ((r = request_act(rq, reader_ns_kinds(n->cls, 1))))
+		return r;
+	helper = c->ns.foreign || source_needs_helper(n->path);
+	if (!helper)
+		r = open_by_worker(n, of);
+	request_act_end(rq);
+	if (!helper)
+		return r;
+	/* never the daemon's own namespace's answer for the caller's */
+	if ((c->ns.foreign & RNS(RNS_PID)) || !(of->helper = ns_helper_get(c->tid)))
+		return -EPERM;
+	r = ns_helper_open(&of->helper, c->tid, n->path, of->flags);
+	/* a content that does not depend on the caller's user namespace, for a
+	 * caller whose ids no helper can take: the worker's */
+	if (!c->ns.foreign && source_helper_declined(n->path, r)) {
+		ns_helper_put(of->helper);
+		of->helper = NULL;
+		if ((r = request_act(rq, reader_ns_kinds(n->cls, 1))))
+			return r;
+		r = open_by_worker(n, of);
+		request_act_end(rq);
+		return r;
+	}
+	of->via_helper = 1;
+	return node_walk_error(n, node_error(n, r == -EOVERFLOW ? -EPERM : r));
+}
+
+static void open_file_free(struct open_file *of)
+{
+	if (of->head.fd >= 0)
+		close(of->head.fd);
+	ns_helper_put(of->helper);
+	fair_handle_release(&of->share);
+	pthread_mutex_destroy(&of->lock);
+	free(of->self_text);
+	free(of);
+}
+
+/* Whose cgroup a resource file shows its opener: decided once per open
+ * (LXCFS decides at each read; the init of a namespace does not change,
+ * and its cgroups are read afresh with each text). */
+static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
+{
+	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
+	of->res = resources_target(fuse_req_ctx(req)->pid);
+}
+
+
+int open_file_make(struct request *rq, int flags, struct open_file **made)
+{
+	struct node *n = rq->node;
+	struct open_file *of;
+	int r;
+
+	if (pf.read_only && writes(flags))
+		return -EROFS;
+	of = calloc(1, sizeof(*of));
+	if (!of)
+		return -ENOMEM;
+	of->head.fd = -1;
+	of->flags = source_flags(n, flags);
+	pthread_mutex_init(&of->lock, NULL);
+	if ((r = fair_handle_take(rq->req, &of->share)) || (r = open_as_caller(rq, of))) {
+		open_file_free(of);
+		return r;
+	}
+	if (NC_RES_FILE(n->cls->flags) && resources_on())
+		resource_target(rq->req, n, of);
+	file_size_opening(n);
+	*made = of;
+	return 0;
+}
+
+void open_file_close(struct node *n, struct open_file *of)
+{
+	file_size_released(n);
+	open_file_free(of);
+}
+
+struct open_file *open_file_of(struct request *rq, const struct fuse_file_info *fi, int *err)
+{
+	struct open_file *of = handle_find(fi->fh), *named;
+
+	if (of)
+		return of;
+	if ((*err = open_file_make(rq, fi->flags, &of)))
+		return NULL;
+	named = handle_adopt(fi->fh, of, rq->node);
+	if (named != of)
+		open_file_close(rq->node, of);
+	if (!named)
+		*err = -ENOMEM;
+	return named;
+}
+
