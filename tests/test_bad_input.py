@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import Stepper, start_with_pid
+from waiting import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -585,6 +586,10 @@ def test_pid_reused_by_new_process(mnt):
         assert seen[mnt.path] == seen["/proc"], seen
         held = seen
         assert b"3599" not in repr(held[mnt.path]).encode()
+        # Popen returns once the execve closed its pipe, before the new image's
+        # arguments are set up: until then /proc too shows an empty cmdline
+        wait_for(lambda: open("/proc/%d/cmdline" % new.pid, "rb").read() == b"sleep\x003599\x00",
+                 10, "the new process's command line")
         with open(mnt.p(new.pid, "cmdline"), "rb") as f:
             assert f.read() == b"sleep\x003599\x00"
     finally:

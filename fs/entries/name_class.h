@@ -42,16 +42,12 @@ enum name_life {
 #define NC_LIST_PLUS    0x100 /* listed with each entry's lookup (READDIRPLUS): fd/, whose
 			       * names lsof and ls -l look up next */
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
-/* A resource file (enum res_file, fs/resources/resources.h) in bits 10-12: made
- * from a cgroup's numbers when the mount serves resources. */
-#define NC_RES_SHIFT 10
-#define NC_RES(file) ((file) << NC_RES_SHIFT)
-#define NC_RES_FILE(flags) (((flags) >> NC_RES_SHIFT) & 7)
-#define NC_STABLE_ATTRS 0x2000 /* attributes that never change while named: a link target's,
+#define NC_STABLE_ATTRS  0x400 /* attributes that never change while named: a link target's,
 				* or a task's directory that counts nothing (ns/, attr/) */
 
 /* A task's files that show its state: read by the task itself through the
- * mount, they would show it waiting for the daemon (fs/entries/self_state.c). */
+ * mount, they would show it waiting for the daemon (fs/entries/self_state.c):
+ * self_state_content's content_arg. */
 enum self_state {
 	SELF_NONE,
 	SELF_STAT,   /* stat: state (field 3), wchan (field 35) */
@@ -60,13 +56,15 @@ enum self_state {
 };
 
 struct name_table;
+struct content_ops;
 
 struct name_class {
 	const struct name_table *children;
 	unsigned char life;        /* enum name_life */
 	unsigned char reader_ns;   /* RNS() bits */
 	unsigned short flags;      /* NC_* */
-	unsigned char self_state;  /* enum self_state */
+	const struct content_ops *content; /* what a read gives (content.h); NULL: the source's bytes */
+	unsigned char content_arg; /* which of its files (enum res_file, enum self_state) */
 };
 
 /* The class of the root directory. */

@@ -7,7 +7,7 @@
  * task itself: R, wchan 0. What cannot be given back: each request the
  * reader makes is one voluntary context switch more in its status.
  */
-#include "fs/entries/self_state.h"
+#include "fs/entries/content.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,11 +15,17 @@
 
 #include "fs/entries/name_class.h"
 
-int self_state_applies(const struct node *n, pid_t caller_tid)
+/* Only for the task the file shows. */
+static int self_opened(const struct node *n, pid_t opener, struct content_state *st)
 {
-	if (n->cls->self_state == SELF_NONE)
-		return 0;
-	return caller_tid > 0 && n->owner.pid && n->owner.daemon_pid == caller_tid;
+	(void)opener, (void)st;
+	return n->owner.pid != 0;
+}
+
+static int self_applies(const struct node *n, const struct content_state *st, pid_t reader_tid)
+{
+	(void)st;
+	return reader_tid > 0 && n->owner.pid && n->owner.daemon_pid == reader_tid;
 }
 
 static int asleep(char state)
@@ -70,7 +76,7 @@ static size_t fix_status(char *buf, size_t len)
 
 static size_t fix(const struct node *n, char *text, size_t len)
 {
-	switch ((enum self_state)n->cls->self_state) {
+	switch ((enum self_state)n->cls->content_arg) {
 	case SELF_STAT:
 		return fix_stat(text, len);
 	case SELF_STATUS:
@@ -87,7 +93,20 @@ static size_t fix(const struct node *n, char *text, size_t len)
 	return len;
 }
 
-size_t self_state_fix(const struct node *n, char *text, size_t len)
+/* Given as procfs gives it to the task itself, in place. */
+static int self_make(const struct node *n, const struct content_state *st, char *src, size_t len,
+		     char **text, size_t *text_len)
 {
-	return fix(n, text, len);
+	(void)st;
+	*text = src;
+	*text_len = fix(n, src, len);
+	return 1;
 }
+
+const struct content_ops self_state_content = {
+	.name = "self state",
+	.first_read = 4096,
+	.opened = self_opened,
+	.applies = self_applies,
+	.make = self_make,
+};

@@ -23,6 +23,7 @@
 #include "fs/entries/name_class.h"
 #include "fs/lib/proc_names.h"
 #include "fs/lib/settings.h"
+#include "fs/request/entry_kinds.h"
 #include "fs/request/file_size.h"
 #include "fs/request/handle.h"
 #include "fs/request/link.h"
@@ -30,43 +31,6 @@
 #include "fs/request/request.h"
 #include "fs/request/root_names.h"
 
-
-
-/* procfs keeps answering stat on an inode whose entry or process is gone
- * (fstat on an open file, say): the last attributes, owned by root once the
- * process is gone. Its fd/ and fdinfo/ count open files and fail instead. */
-static int gone_stat(const struct node *n, struct stat *st, int process_gone)
-{
-	if (process_gone && (n->cls->flags & NC_FILE_TABLE))
-		return -ENOENT;
-	memset(st, 0, sizeof(*st));
-	node_recall(n, st);
-	if (process_gone)
-		st->st_uid = st->st_gid = 0;
-	st->st_blksize = 1024;
-	return 0;
-}
-
-int node_stat(struct node *n, struct stat *st)
-{
-	int r;
-
-	if (n->kind == NODE_LINK_TARGET)
-		return link_target_stat(n, st);
-	if ((r = source_stat(n->path, st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0) {
-		if (n->kind == NODE_DEDUP_LINK)
-			dedup_link_attr(n->cls, n->name, n->owner.tgid, st);
-		/* a name that changed nature is another entry now */
-		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
-	}
-	if (node_gone(n))
-		return gone_stat(n, st, 1);
-	if (r == -ENOENT && n->kind == NODE_MIRROR && n->type != S_IFLNK) /* can be held open */
-		return gone_stat(n, st, 0);
-	if (!r)
-		node_remember(n, st);
-	return r;
-}
 
 
 /* The group that a pid at the root belongs to, as its entries' owner: a
@@ -230,7 +194,7 @@ void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 static int attributes(struct node *n, int fd, struct stat *st)
 {
 	if (fd < 0)
-		return node_stat(n, st);
+		return entry_ops_of(n)->stat(n, st);
 	if (fstat(fd, st))
 		return -errno;
 	if (n->kind == NODE_LINK_TARGET)
@@ -342,4 +306,17 @@ void pf_statfs(fuse_req_t req, fuse_ino_t ino)
 	if (fstatvfs(pf.srcfd, &sv))
 		return request_fail(&rq, -errno);
 	fuse_reply_statfs(req, &sv);
+}
+
+void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX];
+	int (*text)(struct request *rq, char *buf, size_t len);
+	int r;
+
+	REQUEST_BEGIN(rq, req, ino);
+	text = entry_ops_of(rq.node)->readlink;
+	if ((r = text ? text(&rq, buf, sizeof(buf)) : -EINVAL))
+		return request_fail(&rq, node_walk_error(rq.node, r));
+	fuse_reply_readlink(req, buf);
 }

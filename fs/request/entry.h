@@ -19,9 +19,6 @@ struct name_class;
 int entry_lookup(struct node *p, const struct name_class *cls, const char *name,
 		 struct fuse_entry_param *e);
 
-/* Attributes of a node as the source shows them to the current credentials. */
-int node_stat(struct node *n, struct stat *st);
-
 /* The node of a fixed id (cache/nodes/node.h) the kernel had from an earlier
  * server, made as a lookup of its name at the root makes it, or NULL. */
 struct node *entry_resolve_fixed(uint64_t id);
@@ -41,5 +38,6 @@ void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
 void pf_access(fuse_req_t req, fuse_ino_t ino, int mask);
 void pf_statfs(fuse_req_t req, fuse_ino_t ino);
+void pf_readlink(fuse_req_t req, fuse_ino_t ino);
 
 #endif

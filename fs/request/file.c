@@ -26,15 +26,14 @@
 
 #include "fs/caller/caller.h"
 #include "fs/caller/ns_helper.h"
+#include "fs/entries/content.h"
 #include "fs/entries/name_class.h"
-#include "fs/entries/self_state.h"
 #include "fs/lib/settings.h"
 #include "fs/lib/thread_buf.h"
 #include "fs/request/handle.h"
 #include "fs/request/node_life.h"
 #include "fs/request/open_file.h"
 #include "fs/request/request.h"
-#include "fs/resources/resources.h"
 
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -97,8 +96,8 @@ static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid
 	return got < 0 ? -errno : got;
 }
 
-/* A task reading its own state: its whole text, read at offset 0 and
- * given as procfs gives it to the task itself; reads go on in it. */
+/* The source's whole text, read from offset 0 for a made text (content.h);
+ * the reads after it go on in the made text. */
 struct source_reader {
 	const struct node *n;
 	struct open_file *of;
@@ -115,7 +114,6 @@ static ssize_t read_for(void *ctx, char *buf, size_t size, off_t off)
 /* A text made at once (a seq file of one record, which fills a read unless
  * at its end: a short read ends it), read whole from offset 0 and
  * NUL-terminated into a new buffer. Its length, or -errno. */
-#define WHOLE_TEXT_START 4096
 #define WHOLE_TEXT_MAX (4 * 1024 * 1024)
 
 static ssize_t read_whole(struct source_reader *r, size_t cap, char **text)
@@ -145,58 +143,49 @@ static ssize_t read_whole(struct source_reader *r, size_t cap, char **text)
 	return (ssize_t)len;
 }
 
-static int take_self_text(const struct node *n, struct open_file *of, pid_t tid)
+/* The reader's text at a read from the start: made by the row's content
+ * operations (content.h) from the source's whole text. */
+static int take_made_text(struct request *rq, struct open_file *of)
 {
-	struct source_reader r = { n, of, tid };
-	ssize_t len = read_whole(&r, WHOLE_TEXT_START, &of->self_text);
-
-	if (len < 0)
-		return (int)len;
-	of->self_len = self_state_fix(n, of->self_text, (size_t)len);
-	return 0;
-}
-
-/* A resource file's text: the source's, made into the cgroup's (fs/resources/),
- * with the caller's credentials (entered already but through a helper). */
-static int take_resource_text(const struct node *n, struct open_file *of, const struct caller *c)
-{
-	struct source_reader r = { n, of, c->tid };
+	const struct content_ops *ops = of->content;
+	const struct caller *c = &rq->caller;
+	struct source_reader r = { rq->node, of, c->tid };
 	char *src = NULL, *text = NULL;
-	/* meminfo, stat and cpuinfo fit the first read of 64 KiB */
-	ssize_t len = read_whole(&r, 64 * 1024, &src);
+	ssize_t len = read_whole(&r, ops->first_read, &src);
+	int helper_acts = ops->as_caller && of->via_helper, made;
 	size_t text_len = 0;
-	int made;
 
 	if (len < 0)
 		return (int)len;
-	if (of->via_helper && caller_enter(c)) {
+	/* a helper read the source: the worker acts as the caller for make() */
+	if (helper_acts && caller_enter(c)) {
 		free(src);
 		return -EACCES;
 	}
-	made = resources_render(of->res_file, &of->res, src, &text, &text_len);
-	if (of->via_helper)
+	made = ops->make(rq->node, &of->content_state, src, (size_t)len, &text, &text_len);
+	if (helper_acts)
 		caller_leave();
-	if (made < 0) {
-		free(src);
-		return made;
-	}
-	if (made == 0) { /* the source's text stands */
-		text = src;
+	if (made <= 0) {
+		if (made < 0) {
+			free(src);
+			return made;
+		}
+		text = src; /* the source's text stands */
 		text_len = (size_t)len;
-	} else {
+	} else if (text != src) {
 		free(src);
 	}
-	of->self_text = text;
-	of->self_len = text_len;
+	of->made_text = text;
+	of->made_len = text_len;
 	return 0;
 }
 
-static size_t from_self_text(const struct open_file *of, char *buf, size_t size, off_t off)
+static size_t from_made_text(const struct open_file *of, char *buf, size_t size, off_t off)
 {
-	size_t start = (size_t)off < of->self_len ? (size_t)off : of->self_len;
-	size_t len = of->self_len - start < size ? of->self_len - start : size;
+	size_t start = (size_t)off < of->made_len ? (size_t)off : of->made_len;
+	size_t len = of->made_len - start < size ? of->made_len - start : size;
 
-	memcpy(buf, of->self_text + start, len);
+	memcpy(buf, of->made_text + start, len);
 	return len;
 }
 
@@ -211,25 +200,24 @@ static int act_for_io(struct request *rq, const struct open_file *of)
 	return 0;
 }
 
-/* What a read of of from off gives its caller: the reader's own state, its
- * cgroup's numbers (made at offset 0, read on from there), or the source's. */
+/* What a read of of from off gives its caller: a text made by its row's
+ * content operations (at offset 0, read on from there), or the source's. */
 static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
 			 off_t off)
 {
+	const struct content_ops *ops = of->content;
 	const struct caller *c = &rq->caller;
 	struct node *n = rq->node;
 	ssize_t got = 0;
 
-	if (off == 0 || (of->res_file && !of->self_text)) {
-		free(of->self_text);
-		of->self_text = NULL;
-		if (of->res_file)
-			got = take_resource_text(n, of, c);
-		else if (self_state_applies(n, c->tid))
-			got = take_self_text(n, of, c->tid);
+	if (ops && (off == 0 || (ops->any_offset && !of->made_text))) {
+		free(of->made_text);
+		of->made_text = NULL;
+		if (ops->applies(n, &of->content_state, c->tid))
+			got = take_made_text(rq, of);
 	}
 	if (got == 0)
-		got = of->self_text ? (ssize_t)from_self_text(of, buf, size, off)
+		got = of->made_text ? (ssize_t)from_made_text(of, buf, size, off)
 				    : read_source(n, of, c->tid, buf, size, off);
 	return got;
 }

@@ -1,5 +1,5 @@
-/* Links: readlink, the caller-relative "self" links, and the hidden targets
- * of relative link texts ("socket:[N]", "pipe:[N]", "net:[N]"...).
+/* Links: their texts (the mirrored ones, the caller-relative "self" links),
+ * and the hidden targets of relative link texts ("socket:[N]", "pipe:[N]", "net:[N]"...).
  *
  * Over FUSE an fd entry can only be a plain symlink. The kernel resolves its
  * relative text inside the link's directory, so answering that lookup (it is
@@ -25,7 +25,6 @@
 #include "fs/lib/proc_names.h"
 #include "fs/lib/settings.h"
 #include "fs/request/node_life.h"
-#include "fs/request/request.h"
 
 static int link_text(const char *path, char *buf, size_t len)
 {
@@ -133,7 +132,7 @@ int link_target_find(const struct node *dir, pid_t tid, const char *name, char *
 	return try_entry(dir, entry, name, path, len, st);
 }
 
-static int read_mirror_link(const struct node *n, pid_t tid, char *buf, size_t len)
+int link_mirror_text(const struct node *n, pid_t tid, char *buf, size_t len)
 {
 	int r = link_text(n->path, buf, len);
 
@@ -148,9 +147,7 @@ static int read_mirror_link(const struct node *n, pid_t tid, char *buf, size_t l
 	return 0;
 }
 
-/* /proc/self names the caller's thread group, /proc/thread-self its thread;
- * a caller outside the mount's pid namespace has neither (ENOENT). */
-static int read_caller_link(const struct node *n, const struct caller *c, char *buf, size_t len)
+int link_caller_text(const struct node *n, const struct caller *c, char *buf, size_t len)
 {
 	pid_t tgid = caller_tgid(c), tid;
 
@@ -165,28 +162,4 @@ static int read_caller_link(const struct node *n, const struct caller *c, char *
 	else
 		snprintf(buf, len, "%d/task/%d", tgid, tid);
 	return 0;
-}
-
-void pf_readlink(fuse_req_t req, fuse_ino_t ino)
-{
-	char buf[PATH_MAX];
-	struct node *n;
-	int r;
-
-	REQUEST_BEGIN(rq, req, ino);
-	n = rq.node;
-	if (n->kind == NODE_CALLER_LINK) {
-		caller_load(req, &rq.caller);
-		r = read_caller_link(n, &rq.caller, buf, sizeof(buf));
-	} else if (n->kind == NODE_DEDUP_LINK) {
-		r = node_error(n, dedup_link_text(n, buf, sizeof(buf)));
-	} else if (n->kind != NODE_MIRROR || n->type != S_IFLNK) {
-		r = -EINVAL;
-	} else if (!(r = request_act(&rq, reader_ns_kinds(n->cls, 1) & RNS_ENTERABLE))) {
-		r = read_mirror_link(n, rq.caller.tid, buf, sizeof(buf));
-		request_act_end(&rq);
-	}
-	if (r)
-		return request_fail(&rq, node_walk_error(n, r));
-	fuse_reply_readlink(req, buf);
 }

@@ -3,7 +3,6 @@
 #ifndef PROCFAST_LINK_H
 #define PROCFAST_LINK_H
 
-#include <fuse_lowlevel.h>
 
 #include <stddef.h>
 #include <sys/stat.h>
@@ -20,7 +19,12 @@ int link_target_find(const struct node *dir, pid_t tid, const char *name, char *
 int link_target_stat(const struct node *n, struct stat *st);
 void link_target_fixup(struct stat *st);
 
-/* Operations of the table (ops.c). */
-void pf_readlink(fuse_req_t req, fuse_ino_t ino);
+/* The text of n, a mirrored link, read as the acting caller tid. */
+int link_mirror_text(const struct node *n, pid_t tid, char *buf, size_t len);
+
+/* /proc/self names the caller's thread group, /proc/thread-self its thread;
+ * a caller outside the mount's pid namespace has neither (ENOENT). */
+struct caller;
+int link_caller_text(const struct node *n, const struct caller *c, char *buf, size_t len);
 
 #endif

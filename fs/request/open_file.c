@@ -13,7 +13,6 @@
 #include "fs/lib/settings.h"
 #include "fs/request/file_size.h"
 #include "fs/request/node_life.h"
-#include "fs/resources/resources.h"
 
 static int writes(int flags)
 {
@@ -78,19 +77,9 @@ static void open_file_free(struct open_file *of)
 	ns_helper_put(of->helper);
 	fair_handle_release(&of->share);
 	pthread_mutex_destroy(&of->lock);
-	free(of->self_text);
+	free(of->made_text);
 	free(of);
 }
-
-/* Whose cgroup a resource file shows its opener: decided once per open
- * (LXCFS decides at each read; the init of a namespace does not change,
- * and its cgroups are read afresh with each text). */
-static void resource_target(fuse_req_t req, const struct node *n, struct open_file *of)
-{
-	of->res_file = (unsigned char)NC_RES_FILE(n->cls->flags);
-	of->res = resources_target(fuse_req_ctx(req)->pid);
-}
-
 
 int open_file_make(struct request *rq, int flags, struct open_file **made)
 {
@@ -110,8 +99,9 @@ int open_file_make(struct request *rq, int flags, struct open_file **made)
 		open_file_free(of);
 		return r;
 	}
-	if (NC_RES_FILE(n->cls->flags) && resources_on())
-		resource_target(rq->req, n, of);
+	if (n->cls->content &&
+	    n->cls->content->opened(n, fuse_req_ctx(rq->req)->pid, &of->content_state))
+		of->content = n->cls->content;
 	file_size_opening(n);
 	*made = of;
 	return 0;

@@ -8,9 +8,9 @@
 
 #include "fs/caller/fair.h"
 #include "fs/caller/ns_helper.h"
+#include "fs/entries/content.h"
 #include "fs/request/handle.h"
 #include "fs/request/request.h"
-#include "fs/resources/res_target.h"
 
 /* Flags the source open may honour; creation is refused separately. */
 #define PASSED_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME)
@@ -23,12 +23,12 @@ struct open_file {
 	struct ns_helper *helper; /* it opens, reads and writes in the opener's namespaces
 				   * (NULL once none could be had: EPERM) */
 	int flags;                /* the source open's flags */
-	pthread_mutex_t lock;     /* readers of one handle, over self_text */
-	char *self_text;          /* the text made for its reader: its own state
-				   * (self_state.c) or its cgroup's numbers (fs/resources/) */
-	size_t self_len;
-	unsigned char res_file;   /* enum res_file: made from a cgroup's numbers */
-	struct res_target res;    /* whose, decided at open */
+	pthread_mutex_t lock;     /* readers of one handle, over made_text */
+	char *made_text;          /* the text made for its reader: its own state
+				   * (content.h) */
+	size_t made_len;
+	const struct content_ops *content; /* its row's, where its opener's reads are made */
+	struct content_state content_state; /* what the open decided for them */
 	struct fair_hold share;   /* counted in its opener's shares (fair.h) */
 };
 

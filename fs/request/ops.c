@@ -8,7 +8,6 @@
 #include "fs/request/dir.h"
 #include "fs/request/entry.h"
 #include "fs/request/file.h"
-#include "fs/request/link.h"
 #include "fs/request/mutate.h"
 #include "fs/request/xattr.h"
 
@@ -49,7 +48,7 @@ static const struct fuse_lowlevel_ops procfast_operations = {
 	.listxattr = xattr_list,
 	.setxattr = xattr_set,
 	.removexattr = xattr_remove,
-	.readlink = pf_readlink,
+	.readlink = pf_readlink, /* by the node's kind (entry_kinds.c) */
 	/* listings (dir.c) */
 	.opendir = pf_opendir,
 	.readdir = pf_readdir,

@@ -2,8 +2,8 @@
 #include <assert.h>
 
 #include "fs/caller/reader_ns.h"
+#include "fs/entries/content.h"
 #include "fs/entries/name_class.h"
-#include "fs/entries/self_state.h"
 #include "fs/resources/resources.h"
 
 static const struct name_class *at(const struct name_class *dir, const char *name)
@@ -26,15 +26,19 @@ int main(void)
 	assert(!(at(root, "01234")->flags & NC_TASK)); /* not a pid to procfs */
 	assert(at(root, "self")->flags & NC_CALLER_LINK);
 	assert(at(root, "thread-self")->flags & NC_CALLER_LINK);
-	assert(NC_RES_FILE(at(root, "meminfo")->flags) == RES_MEMINFO);
-	assert(NC_RES_FILE(at(root, "diskstats")->flags) == RES_DISKSTATS);
-	assert(NC_RES_FILE(at(root, "version")->flags) == RES_NONE);
+	assert(at(root, "meminfo")->content == &resource_content);
+	assert(at(root, "meminfo")->content_arg == RES_MEMINFO);
+	assert(at(root, "diskstats")->content == &resource_content);
+	assert(at(root, "diskstats")->content_arg == RES_DISKSTATS);
+	assert(at(root, "version")->content == NULL); /* mirrored */
 	assert(at(root, "socket:[1]")->flags & NC_LINK_TARGET);
 
 	/* in a process: what depends on the reader */
 	assert(at(process, "cgroup")->reader_ns & RNS(RNS_CGROUP));
 	assert(at(process, "status")->reader_ns & RNS(RNS_USER));
-	assert(at(process, "status")->self_state == SELF_STATUS);
+	assert(at(process, "status")->content == &self_state_content);
+	assert(at(process, "status")->content_arg == SELF_STATUS);
+	assert(at(process, "environ")->content == NULL);
 	assert(at(process, "stat")->reader_ns & RNS(RNS_TIME));
 	assert(at(process, "maps")->reader_ns & RNS(RNS_ROOT));
 	assert(at(process, "fd")->flags & NC_FILE_TABLE);
