@@ -36,12 +36,6 @@
 static const enum reader_ns_kind helper_kinds[] = { RNS_NET, RNS_UTS, RNS_IPC, RNS_CGROUP,
 						    RNS_TIME, RNS_USER };
 #define NKINDS (sizeof(helper_kinds) / sizeof(helper_kinds[0]))
-static const char *const kind_file[] = { [RNS_NET] = "net", [RNS_UTS] = "uts", [RNS_IPC] = "ipc",
-					 [RNS_CGROUP] = "cgroup", [RNS_TIME] = "time",
-					 [RNS_USER] = "user" };
-static const int kind_type[] = { [RNS_NET] = CLONE_NEWNET, [RNS_UTS] = CLONE_NEWUTS,
-				 [RNS_IPC] = CLONE_NEWIPC, [RNS_CGROUP] = CLONE_NEWCGROUP,
-				 [RNS_TIME] = CLONE_NEWTIME, [RNS_USER] = CLONE_NEWUSER };
 
 /* Replies carry at most this much: procfs itself reads a page or a few at
  * a time, and callers read on after a short read. */
@@ -252,7 +246,7 @@ static void helper_serve(int sock)
 static int helper_enter(const int *fds)
 {
 	for (size_t i = 0; i < NKINDS; i++)
-		if (fds[i] >= 0 && setns(fds[i], kind_type[helper_kinds[i]]))
+		if (fds[i] >= 0 && setns(fds[i], reader_ns_type(helper_kinds[i])))
 			return -errno;
 	if (fds[NKINDS - 1] >= 0) {
 		prctl(PR_SET_KEEPCAPS, 1);
@@ -433,7 +427,7 @@ static struct ns_helper *spawn(pid_t tid, const unsigned long *ino)
 
 		if (!ino[i])
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", tid, kind_file[helper_kinds[i]]);
+		snprintf(path, sizeof(path), "/proc/%d/%s", tid, reader_ns_file(helper_kinds[i]));
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			goto out;

@@ -31,6 +31,16 @@ static const struct {
 	[RNS_PID] = { "ns/pid", CLONE_NEWPID },
 };
 
+const char *reader_ns_file(enum reader_ns_kind kind)
+{
+	return kinds[kind].file;
+}
+
+int reader_ns_type(enum reader_ns_kind kind)
+{
+	return kinds[kind].type;
+}
+
 /* Which one of its kind: a namespace's inode; a root directory's mount and
  * inode (one directory may be the root of several mounts, whose paths
  * differ). */

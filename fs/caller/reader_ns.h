@@ -48,6 +48,11 @@ struct reader_ns {
 /* Records the daemon's own namespaces (selfproc: its /proc). 0 or -errno. */
 int reader_ns_init(int selfproc);
 
+/* The one table of the kinds: a kind's file below /proc/TID/ ("ns/net",
+ * "root"), and its setns() type (CLONE_NEW*; 0 for the root directory). */
+const char *reader_ns_file(enum reader_ns_kind kind);
+int reader_ns_type(enum reader_ns_kind kind);
+
 
 /* Enters thread tid's namespaces of the enterable kinds asked (RNS bits)
  * where they are not the daemon's, and reports the others that are not.
