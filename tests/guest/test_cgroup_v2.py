@@ -55,8 +55,8 @@ if not in_the_guest():
     pytest.skip("runs in tests/guest/run's guest only (cgroup v2, a scratch %s)" % DISK,
                 allow_module_level=True)
 
-from conftest import Mount  # noqa: E402
-from resources import (Lxcfs, Reader, agree, cpuinfo_blocks, meminfo, owner_tag,  # noqa: E402
+from lib.mount import Mount  # noqa: E402
+from lib.resources import (Lxcfs, Reader, agree, cpuinfo_blocks, meminfo, owner_tag,  # noqa: E402
                        read, sandwiched, stat_cpus, stat_rest)
 
 MIB = 1 << 20
