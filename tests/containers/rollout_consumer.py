@@ -1,4 +1,4 @@
-"""A consumer pod of the rollout test (tests/test_rollout.py): reads procfast's files in
+"""A consumer pod of the rollout test (tests/containers/test_rollout.py): reads procfast's files in
 a loop, in a container, for as long as the test runs, and says how it went.
 
     python3 rollout_consumer.py STATUS STOP SPEC

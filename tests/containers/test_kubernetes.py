@@ -10,8 +10,8 @@ DaemonSet (the template is played as a Pod), maps no readinessProbe (no healthch
 the probe's command is run by the test), restarts a container that exits (restartPolicy
 Always, where the kubelet restarts none of a pod being deleted), ignores capabilities in
 a privileged container (as containerd and CRI-O do) and has no --ulimit
-(tests/podman.py gives it containers.conf defaults). So the daemon with exactly the kept
-capabilities is started with `podman run`'s equivalents (tests/podman.py node_options):
+(tests/lib/podman.py gives it containers.conf defaults). So the daemon with exactly the kept
+capabilities is started with `podman run`'s equivalents (tests/lib/podman.py node_options):
 --pid=host, --network=host, --cap-drop=all --cap-add=..., --device /dev/fuse,
 -v /sys/fs/cgroup:/sys/fs/cgroup:ro, -v DIR:/var/lib/procfast:rshared.
 """
@@ -72,7 +72,7 @@ def session():
 
 
 # The daemon in the node's container is the build under test, sanitized ones too: a
-# container inherits no environment, so tests/podman.py sanitizer_env passes tests/run's
+# container inherits no environment, so tests/lib/podman.py sanitizer_env passes tests/run's
 # sanitizer settings in (without its LeakSanitizer suppressions, the ASan build's
 # `procfast -o daemon=` failed at exit and the entrypoint ended the container).
 NODE_PROCFAST = BIN
@@ -148,7 +148,7 @@ def test_daemonset_spec():
     assert vols["fuse"]["hostPath"] == {"path": "/dev/fuse", "type": "CharDevice"}
     assert vols["procfast"]["hostPath"]["path"] == "/var/lib/procfast"
     # resources=caller reads every pod's cgroup: the node's hierarchies, not the
-    # container's own (tests/podman.py node_options binds the same)
+    # container's own (tests/lib/podman.py node_options binds the same)
     assert vols["cgroup"]["hostPath"] == {"path": "/sys/fs/cgroup", "type": "Directory"}
     assert mounts["/sys/fs/cgroup"]["readOnly"] is True
 

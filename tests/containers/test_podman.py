@@ -1,5 +1,5 @@
 """The container recipes of the README and procfast(8), run in real podman containers
-with runc (tests/podman.py builds the image and cleans up):
+with runc (tests/lib/podman.py builds the image and cleans up):
 
 (a) monitoring: the host mount bound at /host/proc and the host's real procfs at
     /realhost/proc of the same container; BusyBox and glibc tools read both.

@@ -1,10 +1,10 @@
 """A DaemonSet rollout played with real containers (issue 22, points 6 and 7).
 
-One node directory (tests/podman.py NodeDir, the node's /var/lib/procfast) is shared by
+One node directory (tests/lib/podman.py NodeDir, the node's /var/lib/procfast) is shared by
 the node containers, each the DaemonSet's pod as podman runs it (test_kubernetes.py
 start_node: --pid=host, the kept capabilities, the entrypoint procfast-node, which runs
 `procfast -o control=...,takeover,pidfile=...,uring=off`). Consumer containers read
-through the whole test (tests/rollout_consumer.py):
+through the whole test (tests/containers/rollout_consumer.py):
 
 - "agent": the node's mount at /host/proc (agent-pod.yaml's bind, read-only, rslave):
   reopens meminfo, stat, PID/status of a host process the test started and lists

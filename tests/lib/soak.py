@@ -1,4 +1,4 @@
-"""The soak load (issue 6), shared by tests/test_soak.py (bounded, ~20 s) and bench/soak.sh
+"""The soak load (issue 6), shared by tests/transport/test_soak.py (bounded, ~20 s) and bench/soak.sh
 (minutes): 16 reader processes walk the whole mount tree (listings, lstat, reads of small
 files, readlink) while a churn process forks and exits continuously and a 5,000-thread
 process lives. Every failed request is classified against /proc at once:

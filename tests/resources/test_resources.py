@@ -4,7 +4,7 @@ moment (this host's cgroup v1 hierarchies; v2 in test_resources_v2.py).
 
 lxcfs runs twice on scratch mount points: plainly, and with --enable-cfs -l (CPU view
 and load averages), which procfast always gives. A reader process placed in a cgroup
-made for the test reads both, in turn (tests/resources.py).
+made for the test reads both, in turn (tests/lib/resources.py).
 """
 import os
 import signal
@@ -53,7 +53,7 @@ def pf():
     # max_busy_per_uid: test_parallel_readers reads with six processes of one uid (root)
     # at once, more than a uid's share of a CPU's threads over io_uring (3 of 4,
     # fs/caller/fair.h), which refuses some of their requests with EAGAIN by design
-    # (tests/test_fairness.py): here one uid may use every thread.
+    # (tests/transport/test_fairness.py): here one uid may use every thread.
     m = Mount(["resources=caller", "max_busy_per_uid=64"])
     yield m
     m.close()

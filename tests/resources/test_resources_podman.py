@@ -1,5 +1,5 @@
 """Containers see their own resources, in real podman + runc containers made with
---memory 256m --cpuset-cpus 0 (tests/podman.py):
+--memory 256m --cpuset-cpus 0 (tests/lib/podman.py):
 
 (a) LXCFS-style: a host mount with -o resources=caller, its seven files bound over the
     container's /proc/meminfo, cpuinfo, stat, uptime, loadavg, swaps and diskstats (runc

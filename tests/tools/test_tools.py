@@ -1,7 +1,7 @@
 """Done-when 2 of issue 2: the real tools give the same output over procfast as over /proc.
 
 Every test runs a command twice on the real /proc (before and after) and once with the
-mount bound over /proc in a private mount namespace (conftest.over_proc).  Anything that
+mount bound over /proc in a private mount namespace (tests/lib/bind.py over_proc).  Anything that
 is equal in the two /proc runs is stable, and the mount's run must reproduce it exactly.
 Things that change by themselves are excluded and named next to each test.
 """

@@ -1,4 +1,4 @@
-"""Reproducer of the soak's flake "read PID/task/PID/attr/fscreate: EINVAL" (tests/soak.py):
+"""Reproducer of the soak's flake "read PID/task/PID/attr/fscreate: EINVAL" (tests/lib/soak.py):
 walks by path of a process that exited and was reaped, made through the mount while
 other callers keep lookups at its root in flight, and what they answer. /proc answers
 ENOENT (the walk fails at the root); the mount answers ESRCH in most rounds: the exit
@@ -11,7 +11,7 @@ and walks that pass the name meanwhile get the gone directory's ESRCH
 
 Not a suite test: not fixed yet. A fix that answered ESTALE to every request while the
 drop was under way was tried and reverted: beside a CPU hog, that ESTALE reached walks
-from a held descriptor of the process (tests/test_bad_input.py
+from a held descriptor of the process (tests/mirror/test_bad_input.py
 test_pid_reused_by_new_process), where procfs answers ESRCH.
 """
 import errno

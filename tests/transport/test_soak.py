@@ -1,6 +1,6 @@
 """The soak (issue 6), bounded for the suite: 16 readers walk the whole mount (4 of them
 as nobody) for SOAK_SECONDS (default 15; the whole test takes ~25 s) while a churn process forks and exits and a
-5,000-thread process lives (tests/soak.py; bench/soak.sh runs the same for minutes).
+5,000-thread process lives (tests/lib/soak.py; bench/soak.sh runs the same for minutes).
 Afterwards the daemon's fds are back to their idle count exactly and its RSS within 1 MiB
 of idle (once the kernel dropped the names it caches),
 no request failed with an errno /proc would not give, and the root listing equals /proc's.
@@ -16,7 +16,7 @@ BUSY_ALL = 64  # more than any pool's threads (uring_threads= is at most 64)
 def test_soak(mount_with):
     # 12 readers of one uid (root) at once are more than a uid's share of a CPU's
     # threads over io_uring (fs/caller/fair.h: 3 of 4), which refuses some of their requests
-    # with EAGAIN by design (tests/test_fairness.py): here one uid may use every thread.
+    # with EAGAIN by design (tests/transport/test_fairness.py): here one uid may use every thread.
     m = mount_with("max_busy_per_uid=%d" % BUSY_ALL)
     r = soak.run(m.path, m.server_pid(), SECONDS)
     summary = "ops %s, errors %s, classes %s, idle %s, end of load %s, after %s, " \
