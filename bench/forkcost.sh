@@ -26,7 +26,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 table=$(/usr/bin/python3 - "$PROCFAST" "$FORKER" "$WORK/mnt" "$ROUNDS" "$FORKS" <<'PY'
 import os, statistics, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(sys.argv[1]), "..", "tests"))
-from conftest import ThreadsStopped  # noqa: E402
+from lib.procs import ThreadsStopped  # noqa: E402
 procfast, forker, mnt, rounds, forks = sys.argv[1:4] + [int(a) for a in sys.argv[4:6]]
 
 def rate():

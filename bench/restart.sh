@@ -80,7 +80,7 @@ Command: `sudo bench/restart.sh %d` (%s, kernel %s, %d CPUs; load average %s bef
 | SIGKILL of the server to the next answered read (%d kills) | %.1f ms | %.1f ms | %.1f ms |
 
 Requests made in that time wait in the kernel's queue and are answered by the new
-server (tests/test_restart.py); there is no `/proc` counterpart to compare with.
+server (tests/lifecycle/test_restart.py); there is no `/proc` counterpart to compare with.
 
 | process (VmRSS, idle) | host mount | `pidns=` view |
 |---|---|---|

@@ -1,6 +1,6 @@
 #!/bin/bash
 # DaemonSet rollouts under reading pods (issue 22, points 6 and 7): runs
-# tests/test_rollout.py with N rollouts (odd ones to the second binary, even ones
+# tests/containers/test_rollout.py with N rollouts (odd ones to the second binary, even ones
 # rollbacks to the first) and prints what it measured. Prints only: the figures go to
 # bench/RESULTS.md by hand.
 #
@@ -25,7 +25,7 @@ ensure_built "$PROCFAST"
 rc=0
 PROCFAST_ROLLOUTS=$N PROCFAST_ROLLOUT_REPORT=$WORK/report.json PROCFAST_ROLLOUT_OTHER=${OTHER:-} \
 	PROCFAST_BIN=$PROCFAST PROCFAST_HELPERS=$(dirname "$PROCFAST")/tests \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/test_rollout.py" \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/containers/test_rollout.py" \
 	>"$WORK/pytest.out" 2>&1 || rc=$?
 [[ -s $WORK/report.json ]] || { cat "$WORK/pytest.out"; echo "rollout.sh: no figures" >&2; exit 1; }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/soak.sh — the soak of issue 6 for minutes instead of the suite's 20 s: 16 readers
 # (4 as nobody) walk the whole procfast mount while a churn process forks and exits and a
-# 5,000-thread process lives; the same code as tests/test_soak.py (tests/soak.py).
+# 5,000-thread process lives; the same code as tests/transport/test_soak.py (tests/lib/soak.py).
 # Writes the section "soak" of bench/RESULTS.md: requests served, errors by errno and by
-# class (see tests/soak.py), daemon RSS and fd count idle / end of load / after, the
+# class (see tests/lib/soak.py), daemon RSS and fd count idle / end of load / after, the
 # listing check, and the command.
 #
 # Run as root: bench/soak.sh [SECONDS]          (default 300)
@@ -51,7 +51,7 @@ SERVER=$(pgrep -P "$DAEMON" | head -1)
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 others=$(( $(pgrep -c -x procfast || true) - 1 ))
-PROCFAST_BIN=$PROCFAST /usr/bin/python3 "$ROOT/tests/soak.py" run --mount "$MNT" --daemon-pid "$SERVER" \
+PROCFAST_BIN=$PROCFAST /usr/bin/python3 "$ROOT/tests/lib/soak.py" run --mount "$MNT" --daemon-pid "$SERVER" \
     --seconds "$SECONDS_RUN" --readers "$READERS" --threads "$THREADS" >"$WORK/report.json"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kill -0 "$DAEMON" 2>/dev/null || { echo "soak.sh: the daemon died; log:" >&2; cat "$WORK/daemon.log" >&2; exit 1; }
@@ -74,13 +74,13 @@ print("""<!-- soak:begin -->
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs,
 load average $load_before before, $load_after after; other procfast daemons running: $others;
 procfast build: $build_type.
-Load (tests/soak.py, the same code as tests/test_soak.py): %(readers)d reader processes
+Load (tests/lib/soak.py, the same code as tests/transport/test_soak.py): %(readers)d reader processes
 (%(unpriv)d of them as uid 65534) each walking the mount in its own random order (listing,
 lstat of every entry, readlink of links, a read of up to 64 KiB of regular files with
 O_NONBLOCK; big directories sampled 24 entries per visit; never read: kmsg, kcore, kpage*,
 mem, pagemap, write-only triggers; never entered: sys/fs/binfmt_misc) for %(secs).0f s,
 while \`build/tests/forker 0\` forks and reaps continuously and \`build/tests/threads %(threads)d\` lives.
-Every failed request is repeated on /proc at once and classified (tests/soak.py).
+Every failed request is repeated on /proc at once and classified (tests/lib/soak.py).
 
 - Requests served: **%(ops)d** (%(rate).0f/s): %(kinds)s.
 - Failed requests: %(errs)d; by errno: %(byerr)s.

@@ -4,12 +4,12 @@
 set -eu
 # dpkg-dev and file: packaging/build-deb.sh (CPack runs dpkg-shlibdeps and file);
 # clang and its runtimes: the fuzz targets (tests/fuzz); podman, runc and
-# busybox-static: the real containers of tests/test_podman.py (rootful: no
+# busybox-static: the real containers of tests/containers/test_podman.py (rootful: no
 # uidmap), busybox-static and keyutils also tests of BusyBox tools and of keys;
 # libc6-dev (build-essential) has the static libc for procfast-enter; lxcfs: the
-# peer tests/test_resources*.py and bench/resources.sh compare with (its service is
+# peer tests/resources/test_resources*.py and bench/resources.sh compare with (its service is
 # stopped and disabled: the tests start their own on scratch mount points);
-# catatonit and python3-yaml: tests/test_kubernetes.py (podman kube play's pod
+# catatonit and python3-yaml: tests/containers/test_kubernetes.py (podman kube play's pod
 # infra container; reading the specs); qemu-system-x86, busybox-static and kmod:
 # tests/guest/run (installed there when missing).
 PKGS="build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev liburing-dev \

@@ -50,7 +50,7 @@ struct fair_config {
  * has few (uring_threads=, 4 by default), the kernel hands a queue only its
  * CPU's requests and never another's (one made on a CPU whose queue's
  * threads all wait, waits with them), and half of 4 refused 8 threads of one
- * uid reading at once on 2 CPUs (tests/test_faults.py), where all but one
+ * uid reading at once on 2 CPUs (tests/lifecycle/test_faults.py), where all but one
  * still leaves every queue a thread for everyone else. */
 #define FAIR_RESERVE_MIN 256
 #define FAIR_RESERVE_DIVISOR 16

@@ -3,7 +3,7 @@
  * Every request is answered by a worker thread acting as the caller
  * (fs/caller/caller.h), so the daemon keeps every capability procfs may check for a
  * caller it stands for; man/procfast.8 (PRIVILEGES) gives the reason for
- * each, and tests/test_privileges.py compares this list, the man page and the
+ * each, and tests/access/test_privileges.py compares this list, the man page and the
  * running daemon. The list is one capability name a line between the
  * markers. */
 #ifndef PROCFAST_PRIVILEGES_H

@@ -8,7 +8,7 @@ LXCFS 5.0.3 reading for the same cgroup at the same moment. Runs in the guest on
 A cgroup with memory.max (on its parent: the smallest up the tree binds), memory.high,
 memory.swap.max, cpu.max, cpuset.cpus and io.max on /dev/vda, which did direct I/O on
 /dev/vda (so io.stat has figures); swap on the first 32 MiB of /dev/vda. A reader process
-in it reads procfast, LXCFS, procfast, LXCFS in turn (tests/resources.py); each field is
+in it reads procfast, LXCFS, procfast, LXCFS in turn (tests/lib/resources.py); each field is
 checked against LXCFS and against the kernel's files read around it.
 
 Where procfast and LXCFS 5.0.3 differ on v2, procfast's documented answer is asserted and
@@ -55,8 +55,8 @@ if not in_the_guest():
     pytest.skip("runs in tests/guest/run's guest only (cgroup v2, a scratch %s)" % DISK,
                 allow_module_level=True)
 
-from conftest import Mount  # noqa: E402
-from resources import (Lxcfs, Reader, agree, cpuinfo_blocks, meminfo, owner_tag,  # noqa: E402
+from lib.mount import Mount  # noqa: E402
+from lib.resources import (Lxcfs, Reader, agree, cpuinfo_blocks, meminfo, owner_tag,  # noqa: E402
                        read, sandwiched, stat_cpus, stat_rest)
 
 MIB = 1 << 20

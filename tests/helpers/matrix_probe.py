@@ -1,4 +1,4 @@
-"""The caller of tests/test_access_matrix.py.
+"""The caller of tests/access/test_access_matrix.py.
 
     matrix_probe.py PROC MOUNT  < ops.json  > result.json
 

@@ -1,5 +1,5 @@
 /*
- * matrix_target: a target process for tests/test_access_matrix.py.
+ * matrix_target: a target process for tests/access/test_access_matrix.py.
  *
  *   matrix_target [--nondumpable] [--setresgid] [--zombie]
  *

@@ -1,0 +1,1 @@
+"""What the test groups share (tests/README.md): import as lib.NAME."""

@@ -1,0 +1,93 @@
+"""The daemon's life as users run it: in the background, usable as soon as the command
+returns, gone after the unmount; and its one-line errors."""
+import os
+import subprocess
+import tempfile
+import time
+
+from lib.build import BIN
+from lib.mount import is_ns_helper
+
+
+def daemon_pids(mountpoint):
+    out = subprocess.run(["pgrep", "-f", "^%s( .*)? %s$" % (BIN, mountpoint)],
+                         capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if not is_ns_helper(int(p))]
+
+
+def test_background_mount_is_usable_then_daemon_exits_on_unmount():
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        r = subprocess.run([BIN, m], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        # usable at once: no waiting after the command returned
+        with open(os.path.join(m, "self", "stat")) as f:
+            assert f.read().split()[0] == str(os.getpid())
+        # the supervisor, and the server it runs (fs/supervisor/supervisor.c)
+        pids = daemon_pids(m)
+        assert len(pids) == 2, pids
+        parents = {int(open("/proc/%d/stat" % p).read().split(") ")[1].split()[1]) for p in pids}
+        assert len(parents & set(pids)) == 1, (pids, parents)
+        subprocess.run(["fusermount3", "-u", m], check=True)
+        deadline = time.time() + 10
+        for pid in pids:
+            while os.path.exists("/proc/%d" % pid) and \
+                    open("/proc/%d/stat" % pid).read().split(") ")[1][0] != "Z":
+                assert time.time() < deadline, "daemon still running after unmount"
+                time.sleep(0.05)
+    finally:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+        os.rmdir(m)
+
+
+def run_err(*args):
+    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stderr.strip().splitlines()
+
+
+def test_one_line_errors():
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        for args, word in (((), "no mount point"),
+                           (("/nonexistent/procfast",), "No such file"),
+                           (("-o", "source=/tmp", m), "not a procfs"),
+                           (("-o", "attr_timeout=-1", m), "attr_timeout"),
+                           (("-o", "events=maybe", m), "events")):
+            rc, lines = run_err(*args)
+            assert rc != 0, args
+            assert len(lines) == 1 and word in lines[0], (args, lines)
+        assert not any(" %s " % m in l for l in open("/proc/self/mounts"))
+    finally:
+        os.rmdir(m)
+
+
+def test_busy_mount_point(mnt):
+    """A second procfast on a procfast mount point is refused, and the first keeps serving."""
+    rc, lines = run_err(mnt.path)
+    assert rc != 0 and len(lines) == 1 and "already a procfast mount" in lines[0], lines
+    assert sum(" %s " % mnt.path in l for l in open("/proc/self/mounts")) == 1
+    with open(mnt.p("self", "stat")) as f:
+        assert f.read().split()[0] == str(os.getpid())
+
+
+def test_version_names_procfast_first():
+    r = subprocess.run([BIN, "--version"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[0].startswith("procfast version ")
+
+
+def test_no_fuse_device_one_line():
+    """Without a usable /dev/fuse (here a regular file bound over it, in a private mount
+    namespace) procfast says so in one line and exits 1, mounting nothing."""
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        script = ("mount -t tmpfs none /dev/shm && touch /dev/shm/fuse && "
+                  "mount --bind /dev/shm/fuse /dev/fuse && exec %s %s" % (BIN, m))
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=30)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and "/dev/fuse" in lines[0], r
+        rc, lines = run_err("/etc/passwd")
+        assert rc == 1 and len(lines) == 1 and "Not a directory" in lines[0], lines
+    finally:
+        os.rmdir(m)
