@@ -39,6 +39,7 @@
 #include "fs/resources/resources.h"
 #include "fs/supervisor/auto_unmount.h"
 #include "fs/supervisor/control.h"
+#include "fs/supervisor/handover.h"
 #include "fs/supervisor/pidfile.h"
 #include "fs/supervisor/supervisor.h"
 #include "fs/supervisor/takeover.h"
@@ -386,10 +387,17 @@ int main(int argc, char *argv[])
 	enum supervisor_role role = SERVE_FIRST, serve_only;
 	char resume_path[32] = "";
 	int resume_fd = -1, control = -1, nsfd = -1, rings_fd = -1, r;
+	struct handover handed;
 	struct options o;
 	int ret = 1;
 
-	serve_only = supervisor_serve_role(&nsfd, &rings_fd);
+	/* What the procfast that executed us handed on (an upgrade, a
+	 * supervisor starting a server), if anything. */
+	if ((r = handover_take(&handed)))
+		log_err("what was handed over cannot be read whole: %s", strerror(-r));
+	serve_only = supervisor_serve_role(&handed);
+	nsfd = handed.pidns_fd;
+	rings_fd = handed.rings_fd;
 	/* Before any thread or child: every process of the daemon inherits it. */
 	if ((r = privileges_drop_keyrings()) && r != -ENOSYS)
 		log_warn("cannot leave the session keyring: %s", strerror(-r));
@@ -417,7 +425,7 @@ int main(int argc, char *argv[])
 	/* Two malloc arenas: worker threads come and go, and one arena each
 	 * would keep their freed memory from the system. */
 	mallopt(M_ARENA_MAX, 2);
-	resume_fd = supervisor_resume_fd();
+	resume_fd = handed.session_fd;
 	if (o.takeover && resume_fd < 0 && serve_only == SUPERVISOR_DONE &&
 	    (r = takeover_succeed(o.control, cmd.foreground, o.pidfile, argv))) {
 		ret = r == 1 ? 0 : 1;
@@ -490,7 +498,7 @@ int main(int argc, char *argv[])
 	if (serve_only != SUPERVISOR_DONE)
 		role = serve_only;
 	else if (!o.no_restart)
-		role = supervisor_run(se, argv, resume_fd >= 0, control, unmount_own, &ret);
+		role = supervisor_run(se, argv, &handed, control, unmount_own, &ret);
 	if (role != SUPERVISOR_DONE) {
 		/* a server leaves the mount to its supervisor */
 		if (privileges_seal())
@@ -516,6 +524,7 @@ out_session:
 	root_dir_destroy();
 	thread_dir_destroy();
 out:
+	handover_forget(&handed);
 	free(cmd.mountpoint);
 	options_free(&o);
 	fuse_opt_free_args(&args);

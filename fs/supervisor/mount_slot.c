@@ -12,6 +12,7 @@
 #include "fs/lib/cleanup.h"
 #include "fs/lib/log.h"
 #include "fs/supervisor/exec_env.h"
+#include "fs/supervisor/handover.h"
 #include "fs/transport/fuse_conn.h"
 
 /* Read while the sender waits: its mount point is in its mount namespace. */
@@ -60,20 +61,41 @@ void mount_slot_free(struct mount_slot *s, int err)
 
 static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 {
+	struct handover h;
+	struct handover_pass pass;
 	char exe[PATH_MAX];
 
 	sigprocmask(SIG_SETMASK, old, NULL);
-	if (self_exe(exe, sizeof(exe)) || exec_env_pass_fd(RESUME_ENV, s->fd) ||
-	    (s->join.nsfd >= 0 && exec_env_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
-	    (s->rings_fd >= 0 && exec_env_pass_fd(RINGS_FD_ENV, s->rings_fd)) ||
-	    (s->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, s->nodes_fd)) ||
-	    (ready_wr >= 0 && exec_env_pass_fd(READY_FD_ENV, ready_wr)) ||
-	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
-	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
+	handover_init(&h);
+	h.session_fd = s->fd;
+	h.serve = s->ready ? HANDOVER_SERVE_RESUMED : HANDOVER_SERVE_FIRST;
+	h.pidns_fd = s->join.nsfd;
+	h.rings_fd = s->rings_fd;
+	h.nodes_fd = s->nodes_fd;
+	h.ready_fd = ready_wr;
+	h.log_syslog = log_uses_syslog();
+	if (self_exe(exe, sizeof(exe)) || handover_pass_on(&h, &pass))
 		_exit(127);
 	execv(exe, s->join.argv);
 	log_err("cannot execute %s: %s", exe, strerror(errno));
 	_exit(127);
+}
+
+void mount_slot_keep_fds(struct mount_slot *s)
+{
+	fcntl(s->fd, F_SETFD, FD_CLOEXEC);
+	if (s->join.nsfd >= 0)
+		fcntl(s->join.nsfd, F_SETFD, FD_CLOEXEC);
+	if (s->rings_fd >= 0)
+		fcntl(s->rings_fd, F_SETFD, FD_CLOEXEC);
+	if (s->nodes_fd >= 0)
+		fcntl(s->nodes_fd, F_SETFD, FD_CLOEXEC);
+}
+
+void mount_slot_forget(struct mount_slot *s)
+{
+	s->fd = s->join.fuse_fd = s->join.nsfd = s->rings_fd = s->nodes_fd = -1;
+	mount_slot_free(s, 0);
 }
 
 void mount_slot_hold_nodes(struct mount_slot *s)

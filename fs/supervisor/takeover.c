@@ -4,13 +4,14 @@
  *	procfast-takeover 1
  *	final 0|1
  *	fds N...           the sender's numbers of the attached fds, in order
- *	env NAME VALUE     one per variable of exec_env.h an upgrade sets
+ *	env NAME VALUE     one per variable an upgrade sets (handover_passed_env:
+ *	                   the hand-over record's memfd, and the legacy variables)
  *	servers PID...     its servers, for the successor to stop if the old
  *	                   daemon dies without stopping them
  *
  * A reader skips lines it does not know and takes only the variables it
- * knows, so that either version reads the other's record; the variables'
- * own formats already are readable both ways (slot_table.c). */
+ * knows, so that either version reads the other's record; what the
+ * variables name is readable both ways (handover.h). */
 #include "fs/supervisor/takeover.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@
 #include "fs/lib/cleanup.h"
 #include "fs/lib/log.h"
 #include "fs/supervisor/exec_env.h"
+#include "fs/supervisor/handover.h"
 #include "fs/supervisor/pidfile.h"
 
 #include <fuse_lowlevel.h>
@@ -42,11 +44,7 @@
 #define SERVER_STOP_MS 5000
 
 /* What an upgrade passes on, and so what a successor takes on. */
-static const char *const passed_env[] = {
-	RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV, CONTROL_FD_ENV,
-	NODES_FD_ENV, JOINED_NODES_ENV, INIT_PENDING_ENV,
-};
-#define NPASSED (sizeof(passed_env) / sizeof(passed_env[0]))
+#define NPASSED 16 /* at least the names in handover_passed_env */
 
 /* The last record received. */
 struct record {
@@ -75,31 +73,7 @@ static void forget_record(void)
 
 /* ---- the old daemon's side ---- */
 
-/* Every fd the environment names, as a list of numbers or one number. */
-static size_t named_fds(int *fds, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < NPASSED; i++) {
-		const char *v = getenv(passed_env[i]);
-		char *end;
-
-		if (!v || !strcmp(passed_env[i], JOINED_CONNS_ENV) || /* numbers, not fds */
-		    !strcmp(passed_env[i], INIT_PENDING_ENV))
-			continue;
-		for (long fd; *v && n < max; v = end) {
-			fd = strtol(v, &end, 10);
-			if (end == v)
-				break;
-			if (fd >= 3)
-				fds[n++] = (int)fd;
-		}
-	}
-	return n;
-}
-
-/* The fds a joined slot holds are in the table, not the environment: the
- * caller names them too (extra). */
+/* The fds are the caller's to name: the record's and its memfds'. */
 static size_t record_text(char *buf, size_t len, int final, const int *fds, size_t nfds,
 			  const pid_t *servers, size_t nservers)
 {
@@ -107,11 +81,11 @@ static size_t record_text(char *buf, size_t len, int final, const int *fds, size
 
 	for (size_t i = 0; i < nfds && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, " %d", fds[i]);
-	for (size_t i = 0; i < NPASSED && at < len; i++) {
-		const char *v = getenv(passed_env[i]);
+	for (size_t i = 0; handover_passed_env[i] && at < len; i++) {
+		const char *v = getenv(handover_passed_env[i]);
 
 		if (v)
-			at += (size_t)snprintf(buf + at, len - at, "\nenv %s %s", passed_env[i], v);
+			at += (size_t)snprintf(buf + at, len - at, "\nenv %s %s", handover_passed_env[i], v);
 	}
 	if (at < len)
 		at += (size_t)snprintf(buf + at, len - at, "\nservers");
@@ -157,7 +131,7 @@ int takeover_send(int conn, int final, const int *extra, size_t nextra, const pi
 {
 	int fds[MAX_FDS];
 	char text[MAX_RECORD];
-	size_t nfds = named_fds(fds, MAX_FDS), len;
+	size_t nfds = 0, len;
 	int r;
 
 	for (size_t i = 0; i < nextra; i++) {
@@ -243,8 +217,8 @@ static void parse_servers(char *list)
 
 static int parse_env(const char *name, const char *value)
 {
-	for (size_t i = 0; i < NPASSED; i++)
-		if (!strcmp(name, passed_env[i]))
+	for (size_t i = 0; handover_passed_env[i] && i < NPASSED; i++)
+		if (!strcmp(name, handover_passed_env[i]))
 			return (got.env[i] = strdup(value)) ? 0 : -ENOMEM;
 	return 0; /* a newer daemon's: not ours to take */
 }
@@ -357,8 +331,8 @@ static int place_fds(void)
 
 static int apply_record(void)
 {
-	for (size_t i = 0; i < NPASSED; i++)
-		if (got.env[i] && setenv(passed_env[i], got.env[i], 1))
+	for (size_t i = 0; handover_passed_env[i] && i < NPASSED; i++)
+		if (got.env[i] && setenv(handover_passed_env[i], got.env[i], 1))
 			return -errno;
 	/* nothing of ours may sit where the record's fds go */
 	closelog();
@@ -443,6 +417,8 @@ int takeover_wait(int conn)
 	close(conn);
 	/* the binary executed next sets its own; the mask would be inherited */
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	/* closed now: its number may be one the record's fds are put at */
+	close(move_fd(&sfd));
 	if (!got.valid)
 		return -ECONNRESET;
 	log_info("taking over the mounts of the daemon before (%s)",
