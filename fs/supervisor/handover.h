@@ -110,8 +110,12 @@ int handover_take(struct handover *h);
 /* The fds h names (for a takeover's SCM_RIGHTS), at most max; their count. */
 size_t handover_fds(const struct handover *h, int *fds, size_t max);
 
-/* The names of the variables an upgrade's pass sets (a takeover carries
- * them to the successor), NULL-terminated. */
+/* The successor of a takeover: the record's bytes, received, in a memfd of
+ * its own named in the environment as a pass names it. 0 or -errno. */
+int handover_put_record(const char *buf, size_t len);
+
+/* The names of the legacy variables an upgrade's pass sets (a takeover
+ * carries them to the successor, and the record apart), NULL-terminated. */
 extern const char *const handover_passed_env[];
 
 #endif

@@ -71,6 +71,22 @@ static int write_record(const struct handover *h)
 	return move_fd(&mfd);
 }
 
+int handover_put_record(const char *buf, size_t len)
+{
+	__do_close int mfd = memfd_create("procfast-handover", 0);
+	char v[16];
+
+	if (mfd < 0)
+		return -errno;
+	if (pwrite(mfd, buf, len, 0) != (ssize_t)len)
+		return -EIO;
+	snprintf(v, sizeof(v), "%d", mfd);
+	if (setenv(HANDOVER_ENV, v, 1))
+		return -errno;
+	move_fd(&mfd); /* left open across the execve to come */
+	return 0;
+}
+
 int handover_pass_on(const struct handover *h, struct handover_pass *p)
 {
 	char v[16];

@@ -38,9 +38,10 @@
 #define INIT_PENDING_ENV "PROCFAST_INIT_PENDING"
 #define SUCCESSOR_FD_ENV "PROCFAST_SUCCESSOR_FD"
 
-/* What a takeover carries to the successor: an upgrade's variables. */
+/* What a takeover carries to the successor: an upgrade's legacy variables
+ * (the record goes apart, takeover.c). */
 const char *const handover_passed_env[] = {
-	HANDOVER_ENV, RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV,
+	RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV,
 	CONTROL_FD_ENV, NODES_FD_ENV, JOINED_NODES_ENV, INIT_PENDING_ENV, NULL,
 };
 

@@ -194,7 +194,8 @@ static int offer_to_successor(int final)
 {
 	int fds[240], r;
 	pid_t servers[64];
-	size_t nservers = 0, nfds;
+	size_t nservers = 0, nfds, len;
+	char *record = NULL;
 	struct handover h;
 	struct handover_pass pass;
 
@@ -204,15 +205,16 @@ static int offer_to_successor(int final)
 		if (slots[i]->server > 0)
 			servers[nservers++] = slots[i]->server;
 	what_we_hold(&h, 0);
-	if (!(r = handover_pass_on(&h, &pass))) {
-		/* the fds the record names, and the memfds that name them */
-		nfds = handover_fds(&h, fds, 238);
-		fds[nfds++] = pass.record;
+	if (!(r = handover_encode(&h, &record, &len)) && !(r = handover_pass_on(&h, &pass))) {
+		/* the fds the record names, and the legacy table's memfd; the
+		 * record goes as bytes (takeover.c) */
+		nfds = handover_fds(&h, fds, 239);
 		if (pass.table >= 0)
 			fds[nfds++] = pass.table;
-		r = takeover_send(successor_fd, final, fds, nfds, servers, nservers);
+		r = takeover_send(successor_fd, final, fds, nfds, servers, nservers, record, len);
 		handover_unpass(&h, &pass);
 	}
+	free(record);
 	if (r) {
 		log_err("cannot hand our mounts to the successor: %s", strerror(-r));
 		close(successor_fd);

@@ -9,6 +9,14 @@
  *	servers PID...     its servers, for the successor to stop if the old
  *	                   daemon dies without stopping them
  *
+ * then, after a NUL, the hand-over record's bytes (handover.h), which the
+ * successor puts in a memfd of its own: sending the record's memfd would
+ * add an fd, and a successor of the release before (156725c) puts its own
+ * signalfd at the number after the fds it received, where one more fd can
+ * make it one the record's fds go to. That release reads the text up to
+ * the NUL and at most MAX_RECORD bytes: a record that does not fit is left
+ * out, and the successor reads the legacy variables beside it.
+ *
  * A reader skips lines it does not know and takes only the variables it
  * knows, so that either version reads the other's record; what the
  * variables name is readable both ways (handover.h). */
@@ -36,7 +44,8 @@
 
 #include <fuse_lowlevel.h>
 
-#define MAX_RECORD 4096
+#define MAX_RECORD 4096  /* what a successor of the release before reads */
+#define MAX_RECEIVED (64 * 1024)
 #define MAX_FDS 250 /* SCM_MAX_FD is 253 */
 #define FIRST_RECORD_MS 10000
 #define FINAL_WORD_MS 10000
@@ -54,6 +63,8 @@ struct record {
 	char *env[NPASSED];    /* values, or NULL */
 	pid_t servers[MAX_SERVERS];
 	size_t nservers;
+	char *handover;        /* the hand-over record, or NULL */
+	size_t handover_len;
 	int final;
 	int valid;
 };
@@ -67,7 +78,9 @@ static void forget_record(void)
 		free(got.env[i]);
 		got.env[i] = NULL;
 	}
-	got.nfds = got.nservers = 0;
+	free(got.handover);
+	got.handover = NULL;
+	got.nfds = got.nservers = got.handover_len = 0;
 	got.final = got.valid = 0;
 }
 
@@ -127,7 +140,7 @@ static int final_word(int conn)
 }
 
 int takeover_send(int conn, int final, const int *extra, size_t nextra, const pid_t *servers,
-		  size_t nservers)
+		  size_t nservers, const char *record, size_t record_len)
 {
 	int fds[MAX_FDS];
 	char text[MAX_RECORD];
@@ -147,6 +160,10 @@ int takeover_send(int conn, int final, const int *extra, size_t nextra, const pi
 	}
 	if (!(len = record_text(text, sizeof(text), final, fds, nfds, servers, nservers)))
 		return -E2BIG;
+	if (len + record_len <= sizeof(text)) { /* after the text's NUL */
+		memcpy(text + len, record, record_len);
+		len += record_len;
+	}
 	if ((r = send_record(conn, text, len, fds, nfds)))
 		return r;
 	return final ? final_word(conn) : 0;
@@ -250,12 +267,12 @@ static int parse_record(char *text)
 /* One record in place of the last; 0, -ECONNRESET at the sender's end. */
 static int receive_record(int conn)
 {
-	char text[MAX_RECORD + 1];
+	static char text[MAX_RECEIVED + 1];
 	union {
 		char space[CMSG_SPACE(MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = text, .iov_len = MAX_RECORD };
+	struct iovec iov = { .iov_base = text, .iov_len = MAX_RECEIVED };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
 			     .msg_controllen = sizeof(ctl.space) };
 	ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
@@ -269,6 +286,11 @@ static int receive_record(int conn)
 	got = (struct record){ 0 };
 	take_received_fds(&mh);
 	text[n] = '\0';
+	if (!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && strlen(text) + 1 < (size_t)n &&
+	    (got.handover = malloc((size_t)n - strlen(text) - 1))) {
+		got.handover_len = (size_t)n - strlen(text) - 1;
+		memcpy(got.handover, text + strlen(text) + 1, got.handover_len);
+	}
 	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r = parse_record(text))) {
 		forget_record();
 		got = last;
@@ -331,12 +353,19 @@ static int place_fds(void)
 
 static int apply_record(void)
 {
+	int r;
+
 	for (size_t i = 0; handover_passed_env[i] && i < NPASSED; i++)
 		if (got.env[i] && setenv(handover_passed_env[i], got.env[i], 1))
 			return -errno;
 	/* nothing of ours may sit where the record's fds go */
 	closelog();
-	return place_fds();
+	if ((r = place_fds()))
+		return r;
+	/* without it (or its memfd) the legacy variables beside it are read */
+	if (got.handover && handover_put_record(got.handover, got.handover_len))
+		log_warn("takeover: the hand-over record: reading the variables beside it");
+	return 0;
 }
 
 /* SIGTERM and SIGINT, blocked from registration to the hand-over: a

@@ -42,11 +42,11 @@ int takeover_register(const char *path);
 int takeover_wait(int conn);
 
 /* Old daemon side: sends the variables an upgrade sets now (handover.h,
- * passed on), with fds (those the hand-over record names, and the memfds of
- * the record and of the legacy table), and the pids of its servers, final or
- * not.
+ * passed on), with fds (those the hand-over record names, and the memfd of
+ * the legacy table), the pids of its servers, and the record's bytes, final
+ * or not.
  * For a final one, waits for the successor's word. 0, or -errno. */
 int takeover_send(int conn, int final, const int *extra, size_t nextra, const pid_t *servers,
-		  size_t nservers);
+		  size_t nservers, const char *record, size_t record_len);
 
 #endif
