@@ -18,6 +18,7 @@
 #include "fs/caller/reader_ns.h"
 #include "fs/daemon/daemon.h"
 #include "fs/daemon/steps.h"
+#include "fs/daemon/timers.h"
 #include "fs/entries/name_class.h"
 #include "fs/lib/log.h"
 #include "fs/lib/settings.h"
@@ -53,13 +54,6 @@ static int events_match_source(void)
 
 	return (pf.same_pid_ns || pid_view_active()) &&
 	       !fstatat(pf.selfproc, "self/ns/pid", &st, 0) && st.st_ino == PROC_PID_INIT_INO;
-}
-
-/* What the FUSE face keeps only while it is used, let go every few seconds. */
-static void sweep(void)
-{
-	reader_ns_trim();
-	ns_helper_trim();
 }
 
 /* ---- the steps ---- */
@@ -172,7 +166,6 @@ static int start_invalidation(void *ctx)
 
 	invalidate_init(s->se, &s->hooks);
 	invalidate_set_wait_guard(transport_begin_wait, transport_end_wait);
-	s->hooks.sweep = sweep;
 	return 0;
 }
 
@@ -242,6 +235,22 @@ static int start_listener(void *ctx)
 	return 0;
 }
 
+static int start_timers(void *ctx)
+{
+	int r = timers_start();
+
+	(void)ctx;
+	if (r)
+		log_warn("no periodic sweeps: %s", strerror(-r));
+	return 0;
+}
+
+static void stop_timers(void *ctx)
+{
+	(void)ctx;
+	timers_stop();
+}
+
 /* In order; stopped in reverse: the transport detached (every request
  * answered) before the events stop and the node table is left to the next
  * server, the helpers last. */
@@ -258,6 +267,7 @@ static const struct step server_steps[] = {
 	{ "resume", start_resume, NULL },
 	{ "announce", start_announce, NULL },
 	{ "event listener", start_listener, NULL },
+	{ "timers", start_timers, stop_timers },
 };
 
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
