@@ -138,7 +138,7 @@ static int resumed(const struct daemon *d)
 static int start_mount(void *ctx)
 {
 	struct daemon *d = ctx;
-	char resume_path[32];
+	char resume_path[32] = "";
 
 	if (resumed(d))
 		snprintf(resume_path, sizeof(resume_path), "/dev/fd/%d", d->handed->session_fd);

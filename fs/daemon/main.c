@@ -147,7 +147,7 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct handover handed;
-	struct options o;
+	struct options o = { 0 };
 	struct daemon d = { .argc = argc, .argv = argv, .args = &args, .cmd = &cmd, .o = &o,
 			    .handed = &handed, .control = -1 };
 	int r;

@@ -58,7 +58,7 @@ struct out {
 
 static void put(struct out *o, const void *p, size_t n)
 {
-	if (o->err)
+	if (o->err || !n) /* memcpy takes no NULL, even for nothing */
 		return;
 	if (o->len + n > o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 512;

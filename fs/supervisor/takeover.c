@@ -234,7 +234,7 @@ static void parse_servers(char *list)
 
 static int parse_env(const char *name, const char *value)
 {
-	for (size_t i = 0; handover_passed_env[i] && i < NPASSED; i++)
+	for (size_t i = 0; i < NPASSED && handover_passed_env[i]; i++)
 		if (!strcmp(name, handover_passed_env[i]))
 			return (got.env[i] = strdup(value)) ? 0 : -ENOMEM;
 	return 0; /* a newer daemon's: not ours to take */
@@ -355,7 +355,7 @@ static int apply_record(void)
 {
 	int r;
 
-	for (size_t i = 0; handover_passed_env[i] && i < NPASSED; i++)
+	for (size_t i = 0; i < NPASSED && handover_passed_env[i]; i++)
 		if (got.env[i] && setenv(handover_passed_env[i], got.env[i], 1))
 			return -errno;
 	/* nothing of ours may sit where the record's fds go */

@@ -77,6 +77,7 @@ static void test_round_trip(void)
 	same(&h, &back);
 	handover_forget(&back);
 	free(buf);
+	buf = NULL;
 
 	handover_init(&empty);
 	assert(handover_encode(&empty, &buf, &len) == 0);
@@ -96,7 +97,8 @@ struct rec {
 static void raw(struct rec *r, const void *p, size_t n)
 {
 	assert(r->len + n <= sizeof(r->buf));
-	memcpy(r->buf + r->len, p, n);
+	if (n)
+		memcpy(r->buf + r->len, p, n);
 	r->len += n;
 }
 
