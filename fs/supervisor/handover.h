@@ -99,6 +99,10 @@ struct handover_pass {
  * open across execve. 0, or -errno (then undone). */
 int handover_pass_on(const struct handover *h, struct handover_pass *p);
 
+/* The legacy variables alone (a takeover, which carries the record as
+ * bytes and must pass the fds the release before passed: takeover.c). */
+int handover_pass_legacy(const struct handover *h, struct handover_pass *p);
+
 /* Undoes a pass whose execve did not happen: the fds are close-on-exec again. */
 void handover_unpass(const struct handover *h, struct handover_pass *p);
 

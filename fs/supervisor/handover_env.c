@@ -87,6 +87,16 @@ int handover_put_record(const char *buf, size_t len)
 	return 0;
 }
 
+int handover_pass_legacy(const struct handover *h, struct handover_pass *p)
+{
+	int r;
+
+	p->record = p->table = -1;
+	if ((r = set_inherit(h, 1)) || (r = handover_to_legacy(h, &p->table)))
+		handover_unpass(h, p);
+	return r;
+}
+
 int handover_pass_on(const struct handover *h, struct handover_pass *p)
 {
 	char v[16];

@@ -205,7 +205,7 @@ static int offer_to_successor(int final)
 		if (slots[i]->server > 0)
 			servers[nservers++] = slots[i]->server;
 	what_we_hold(&h, 0);
-	if (!(r = handover_encode(&h, &record, &len)) && !(r = handover_pass_on(&h, &pass))) {
+	if (!(r = handover_encode(&h, &record, &len)) && !(r = handover_pass_legacy(&h, &pass))) {
 		/* the fds the record names, and the legacy table's memfd; the
 		 * record goes as bytes (takeover.c) */
 		nfds = handover_fds(&h, fds, 239);
