@@ -35,7 +35,8 @@ struct listen_filtered {
 #define WANTED_EVENTS (PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT | \
 		       PROC_EVENT_UID | PROC_EVENT_GID)
 #define ACK_WAIT_MS 300
-#define SWEEP_MS 1000
+/* a batch at least this often, as when the sweeps ran here */
+#define IDLE_WAKE_MS 1000
 #define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
 			 * listener costs forking processes more than its events do */
 #define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
@@ -442,14 +443,6 @@ static int events_pending(void)
 	return atomic_load(&applying) || poll(&p, 1, 0) > 0;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void proc_events_sync(void)
 {
 	struct timespec deadline;
@@ -485,13 +478,19 @@ static void batch_pause(void)
 	poll(&p, 1, BATCH_MS);
 }
 
+/* A batch and a sweep of the index (from the timers' thread) exclude each
+ * other: the sweep unmarks exited pids the batch may mark again. */
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int apply_batch(void)
 {
 	int r;
 
+	pthread_mutex_lock(&index_lock);
 	atomic_store(&applying, 1);
 	r = drain();
 	atomic_store(&applying, 0);
+	pthread_mutex_unlock(&index_lock);
 	pthread_mutex_lock(&sync_lock);
 	applied_batches++;
 	pthread_cond_broadcast(&sync_cond);
@@ -503,11 +502,11 @@ static void *listen_loop(void *unused)
 {
 	struct pollfd p[3] = { { .fd = sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN },
 			       { .fd = kick_fd, .events = POLLIN } };
-	uint64_t last_sweep = now_ms(), count;
+	uint64_t count;
 
 	(void)unused;
 	while (!(p[1].revents & POLLIN)) {
-		if (poll(p, 3, SWEEP_MS) < 0 && errno != EINTR)
+		if (poll(p, 3, IDLE_WAKE_MS) < 0 && errno != EINTR)
 			break;
 		if ((p[2].revents & POLLIN) && read(kick_fd, &count, sizeof(count)) < 0)
 			break;
@@ -518,13 +517,6 @@ static void *listen_loop(void *unused)
 		}
 		if ((p[0].revents & POLLIN) && !(p[2].revents & POLLIN))
 			batch_pause();
-		if (now_ms() - last_sweep >= SWEEP_MS) {
-			tgid_index_sweep();
-			node_table_trim();
-			if (hooks.sweep)
-				hooks.sweep();
-			last_sweep = now_ms();
-		}
 	}
 	/* Wake any waiting listing for good. */
 	pthread_mutex_lock(&sync_lock);
@@ -532,6 +524,16 @@ static void *listen_loop(void *unused)
 	pthread_cond_broadcast(&sync_cond);
 	pthread_mutex_unlock(&sync_lock);
 	return NULL;
+}
+
+void proc_events_sweep(void)
+{
+	/* as before the timers had a thread of their own: with events only */
+	if (sock < 0 || !running)
+		return;
+	pthread_mutex_lock(&index_lock);
+	tgid_index_sweep();
+	pthread_mutex_unlock(&index_lock);
 }
 
 int proc_events_run(void)

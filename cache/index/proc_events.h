@@ -27,9 +27,6 @@ struct proc_event_hooks {
 	/* After the rescan that a loss of events (ENOBUFS) caused: a uid or
 	 * gid change among them went unseen. */
 	void (*events_lost)(void);
-	/* Every few seconds, from the listener thread: what the FUSE face
-	 * keeps only while used. */
-	void (*sweep)(void);
 };
 
 struct proc_events_config {
@@ -52,6 +49,10 @@ int proc_events_run(void);
  * kernel entry of this one stale anyway). */
 void proc_events_stop_notices(void);
 void proc_events_stop(void);
+
+/* Drops the exited processes the index still holds and the source no longer
+ * has (a timer, fs/daemon/timers.c), while the listener runs. */
+void proc_events_sweep(void);
 
 /* Applies the events queued so far before a listing is served, so that
  * every process that exists for the caller is in the index. Cheap (one

@@ -175,34 +175,11 @@ int control_accept(int lfd, struct join_request *r)
 	err = peer_is_us(r->conn, &r->sender) ? receive(r->conn, r) : -EPERM;
 	if (err) {
 		log_err("refused a mount handed over: %s", strerror(-err));
-		control_answer(r->conn, err);
+		join_request_answer(r->conn, err);
 		r->conn = -1;
 		join_request_free(r);
 	}
 	return err;
-}
-
-void control_answer(int conn, int err)
-{
-	if (conn < 0)
-		return;
-	if (send(conn, &err, sizeof(err), MSG_NOSIGNAL) < 0)
-		log_warn("could not answer a hand-over: %s", strerror(errno));
-	close(conn);
-}
-
-void join_request_free(struct join_request *r)
-{
-	if (r->conn >= 0)
-		close(r->conn);
-	if (r->fuse_fd >= 0)
-		close(r->fuse_fd);
-	if (r->nsfd >= 0)
-		close(r->nsfd);
-	free(r->argv);
-	free(r->buf);
-	memset(r, 0, sizeof(*r));
-	r->conn = r->fuse_fd = r->nsfd = -1;
 }
 
 static size_t payload(char *buf, const char *mountpoint, int argc, char **argv)

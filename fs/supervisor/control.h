@@ -5,17 +5,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A mount handed over, as the daemon received it. */
-struct join_request {
-	int conn;         /* to answer on (control_answer), or -1 */
-	int fuse_fd;      /* the mount's session fd */
-	int nsfd;         /* the pidns= file, or -1 */
-	char *mountpoint; /* absolute, in the sender's mount namespace */
-	pid_t sender;     /* the sending process, as the socket saw it */
-	char **argv;      /* the sender's command line, NULL-terminated */
-	char *buf;        /* holds the strings */
-	int successor;    /* not a mount: a daemon to take ours over (takeover.h) */
-};
+#include "fs/supervisor/join_request.h"
 
 /* The daemon's listening socket at path (no access for group or others), taking over a socket
  * file no daemon answers on any more. fd or -errno. */
@@ -24,11 +14,6 @@ int control_listen(const char *path);
 /* Takes one hand-over from the listening socket. 0, or -errno once the
  * sender was answered with it. */
 int control_accept(int lfd, struct join_request *r);
-
-/* Answers a sender (0: served) and closes the connection. */
-void control_answer(int conn, int err);
-
-void join_request_free(struct join_request *r);
 
 /* The payload as received (len bytes of buf): the mount point, then the
  * command line, each NUL-terminated. Points r->mountpoint and r->argv (which

@@ -46,7 +46,7 @@ void mount_slot_free(struct mount_slot *s, int err)
 {
 	if (!s)
 		return;
-	control_answer(s->join.conn, err);
+	join_request_answer(s->join.conn, err);
 	s->join.conn = -1;
 	if (s->ready_rd >= 0)
 		close(s->ready_rd);
@@ -58,22 +58,21 @@ void mount_slot_free(struct mount_slot *s, int err)
 	free(s);
 }
 
-static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
+void mount_slot_keep_fds(struct mount_slot *s)
 {
-	char exe[PATH_MAX];
+	fcntl(s->fd, F_SETFD, FD_CLOEXEC);
+	if (s->join.nsfd >= 0)
+		fcntl(s->join.nsfd, F_SETFD, FD_CLOEXEC);
+	if (s->rings_fd >= 0)
+		fcntl(s->rings_fd, F_SETFD, FD_CLOEXEC);
+	if (s->nodes_fd >= 0)
+		fcntl(s->nodes_fd, F_SETFD, FD_CLOEXEC);
+}
 
-	sigprocmask(SIG_SETMASK, old, NULL);
-	if (self_exe(exe, sizeof(exe)) || exec_env_pass_fd(RESUME_ENV, s->fd) ||
-	    (s->join.nsfd >= 0 && exec_env_pass_fd(PIDNS_FD_ENV, s->join.nsfd)) ||
-	    (s->rings_fd >= 0 && exec_env_pass_fd(RINGS_FD_ENV, s->rings_fd)) ||
-	    (s->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, s->nodes_fd)) ||
-	    (ready_wr >= 0 && exec_env_pass_fd(READY_FD_ENV, ready_wr)) ||
-	    setenv(SERVE_ENV, s->ready ? "resumed" : "first", 1) ||
-	    (log_uses_syslog() && setenv(LOG_ENV, "syslog", 1)))
-		_exit(127);
-	execv(exe, s->join.argv);
-	log_err("cannot execute %s: %s", exe, strerror(errno));
-	_exit(127);
+void mount_slot_forget(struct mount_slot *s)
+{
+	s->fd = s->join.fuse_fd = s->join.nsfd = s->rings_fd = s->nodes_fd = -1;
+	mount_slot_free(s, 0);
 }
 
 void mount_slot_hold_nodes(struct mount_slot *s)
@@ -108,23 +107,5 @@ pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr)
 	}
 	if (ready[0] >= 0)
 		s->ready_rd = ready[0];
-	return pid;
-}
-
-pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old)
-{
-	int ready_wr = -1;
-	pid_t pid;
-
-	/* Held here for the life of the mount, so that a server after a dead
-	 * one maps what the kernel wrote for that one (uring_slots.h). Without
-	 * it (no memory) the server has buffers of its own. */
-	if (s->rings_fd < 0 && (s->rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
-		log_warn("ring buffers for %s: %s", s->join.mountpoint, strerror(errno));
-	mount_slot_hold_nodes(s);
-	pid = mount_slot_fork(s, &ready_wr);
-
-	if (pid == 0)
-		exec_server(s, ready_wr, old);
 	return pid;
 }

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "fs/supervisor/control.h"
+#include "fs/supervisor/join_request.h"
 
 #define SLOT_MAX_DEATHS 5
 
@@ -40,28 +40,13 @@ void mount_slot_hold_nodes(struct mount_slot *s);
  * connection up; the supervisor keeps the other end (ready_rd). */
 pid_t mount_slot_fork(struct mount_slot *s, int *ready_wr);
 
-/* Starts a server for a handed-over slot: fork, then execute our binary
- * with the slot's command line, told by the environment to serve that
- * session fd (supervisor_serve_role), with the slot's ring buffers (made
- * for its first server). old: the signal mask servers run with. */
-pid_t mount_slot_exec_server(struct mount_slot *s, const sigset_t *old);
 
-/* Handed-over slots across an upgrade's execve (slot_table.c): written to a
- * memfd, their fds left open; the memfd, or -errno. mount_slot_keep_fds
- * makes the fds of s close-on-exec again (after an upgrade, or one that
- * failed). */
-int mount_slots_save(struct mount_slot **slots, size_t n);
+/* Makes the fds of s close-on-exec again (after an upgrade, or one that
+ * failed: handover.h). */
 void mount_slot_keep_fds(struct mount_slot *s);
-/* In the new supervisor: appends the saved slots (from the memfd named in
- * the environment, if any) to *slots; -errno. */
-int mount_slots_restore(struct mount_slot ***slots, size_t *n);
 
-/* The table's format, without touching any fd (for the fuzz target too):
- * one slot written to fd; slots parsed from buf appended to *slots; a parsed
- * slot freed without closing the fds it names. */
-int slot_table_write(int fd, const struct mount_slot *s);
-int slot_table_parse(char *buf, size_t len, struct mount_slot ***slots, size_t *n);
-void slot_table_forget(struct mount_slot *s);
-
+/* Frees s without closing the fds it names (a slot read from a hand-over
+ * record, which names fds that may not be ours). */
+void mount_slot_forget(struct mount_slot *s);
 
 #endif

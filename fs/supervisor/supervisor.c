@@ -18,9 +18,10 @@
  * SIGHUP upgrades: the supervisor stops the server and executes the binary
  * installed at its own path again (a package upgrade replaced it), handing it
  * the session fd; the new supervisor resumes the connection instead of
- * mounting (supervisor_resume_fd). An upgrade that comes before the first
- * server answered the kernel's INIT says so (INIT_PENDING_ENV): the next
- * supervisor's server is then a first one, which answers that INIT.
+ * mounting. What it hands on is one record (handover.h). An upgrade that
+ * comes before the first server answered the kernel's INIT says so
+ * (init_pending): the next supervisor's server is then a first one, which
+ * answers that INIT.
  *
  * SIGTERM or SIGINT to the supervisor stop the server and unmount. A server
  * that exits by itself (the mount went away, or it was told to stop) ends its
@@ -59,8 +60,11 @@
 
 #include "fs/lib/cleanup.h"
 #include "fs/lib/log.h"
+#include "fs/supervisor/control.h"
 #include "fs/supervisor/exec_env.h"
+#include "fs/supervisor/handover.h"
 #include "fs/supervisor/mount_slot.h"
+#include "fs/supervisor/slot_server.h"
 #include "fs/supervisor/takeover.h"
 #include "fs/transport/fuse_conn.h"
 
@@ -111,26 +115,20 @@ void supervisor_replay_init(struct fuse_session *se)
 	fuse_session_process_buf(se, &buf);
 }
 
-int supervisor_resume_fd(void)
+enum supervisor_role supervisor_serve_role(struct handover *h)
 {
-	return exec_env_take_fd(RESUME_ENV);
-}
+	static const enum supervisor_role of[] = { [HANDOVER_SUPERVISE] = SUPERVISOR_DONE,
+						   [HANDOVER_SERVE_FIRST] = SERVE_FIRST,
+						   [HANDOVER_SERVE_RESUMED] = SERVE_RESUMED };
 
-enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd)
-{
-	const char *v = getenv(SERVE_ENV);
-	enum supervisor_role role = !v ? SUPERVISOR_DONE
-				    : strcmp(v, "resumed") ? SERVE_FIRST : SERVE_RESUMED;
-
-	unsetenv(SERVE_ENV);
-	*pidns_fd = exec_env_take_fd(PIDNS_FD_ENV);
-	*rings_fd = exec_env_take_fd(RINGS_FD_ENV);
-	nodes_fd = exec_env_take_fd(NODES_FD_ENV);
-	ready_fd = exec_env_take_fd(READY_FD_ENV);
-	if (getenv(LOG_ENV))
+	if (h->serve == HANDOVER_SUPERVISE)
+		return SUPERVISOR_DONE;
+	nodes_fd = h->nodes_fd;
+	ready_fd = h->ready_fd;
+	h->nodes_fd = h->ready_fd = -1;
+	if (h->log_syslog)
 		log_to_syslog();
-	unsetenv(LOG_ENV);
-	return role;
+	return of[h->serve];
 }
 
 /* What the supervisor holds: our own mount (slots[0]; its fd is the
@@ -155,46 +153,21 @@ static void drop_slot(size_t i, int err)
 	slots[i] = slots[--nslots];
 }
 
-/* An upgrade that failed: the fds it would have passed on are ours again. */
-static void keep_fds(int saved)
+/* What the next supervisor takes on, as this one holds it now: an upgrade's
+ * binary (with the successor, if one waits), or a successor (takeover.c). */
+static void what_we_hold(struct handover *h, int with_successor)
 {
-	unsetenv(RESUME_ENV);
-	unsetenv(JOINED_FD_ENV);
-	unsetenv(JOINED_RINGS_ENV);
-	unsetenv(JOINED_NODES_ENV);
-	unsetenv(NODES_FD_ENV);
-	unsetenv(INIT_PENDING_ENV);
-	unsetenv(JOINED_CONNS_ENV);
-	unsetenv(CONTROL_FD_ENV);
-	unsetenv(SUCCESSOR_FD_ENV);
-	if (saved >= 0)
-		close(saved);
-	for (size_t i = 0; i < nslots; i++)
-		mount_slot_keep_fds(slots[i]);
-	if (control_fd >= 0)
-		fcntl(control_fd, F_SETFD, FD_CLOEXEC);
-	if (successor_fd >= 0)
-		fcntl(successor_fd, F_SETFD, FD_CLOEXEC);
-}
-
-/* Names in the environment, open, what the next supervisor takes on: an
- * upgrade's binary, or a successor (takeover.c). *saved: the table of
- * handed-over mounts. 0, or -errno. */
-static int pass_on(int *saved)
-{
-	*saved = mount_slots_save(slots + 1, nslots - 1);
-	if (*saved < 0)
-		return *saved;
+	handover_init(h);
+	h->session_fd = slots[0]->fd;
+	h->nodes_fd = slots[0]->nodes_fd;
 	/* A SIGHUP or a takeover before the first server answered INIT: the
 	 * kernel's INIT still waits, for the next first server (a resumed one
 	 * would refuse it, and the kernel would then refuse every request). */
-	if (!slots[0]->ready && setenv(INIT_PENDING_ENV, "1", 1))
-		return -errno;
-	if (exec_env_pass_fd(JOINED_FD_ENV, *saved) || exec_env_pass_fd(RESUME_ENV, slots[0]->fd) ||
-	    (slots[0]->nodes_fd >= 0 && exec_env_pass_fd(NODES_FD_ENV, slots[0]->nodes_fd)) ||
-	    (control_fd >= 0 && exec_env_pass_fd(CONTROL_FD_ENV, control_fd)))
-		return -errno;
-	return 0;
+	h->init_pending = !slots[0]->ready;
+	h->control_fd = control_fd;
+	h->successor_fd = with_successor ? successor_fd : -1;
+	h->mounts = slots + 1;
+	h->nmounts = nslots - 1;
 }
 
 /* Executes the binary at our own path, keeping the session fds open. Returns
@@ -202,52 +175,48 @@ static int pass_on(int *saved)
 static void upgrade(char **argv)
 {
 	char exe[PATH_MAX];
-	int saved = -1, r = self_exe(exe, sizeof(exe));
+	struct handover h;
+	struct handover_pass pass;
+	int r = self_exe(exe, sizeof(exe));
 
-	if (!r && !(r = pass_on(&saved)) && successor_fd >= 0 &&
-	    exec_env_pass_fd(SUCCESSOR_FD_ENV, successor_fd))
-		r = -errno;
-	if (r) {
+	what_we_hold(&h, 1);
+	if (r || (r = handover_pass_on(&h, &pass))) {
 		log_err("cannot upgrade: %s", strerror(-r));
-	} else {
-		log_info("upgrading: executing %s", exe);
-		execv(exe, argv);
-		log_err("cannot execute %s: %s", exe, strerror(errno));
+		return;
 	}
-	keep_fds(saved);
-}
-
-/* The fds of the handed-over mounts, which their table names. */
-static size_t slot_fds(int *fds, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 1; i < nslots && n + 3 <= max; i++) {
-		fds[n++] = slots[i]->fd;
-		if (slots[i]->join.nsfd >= 0)
-			fds[n++] = slots[i]->join.nsfd;
-		if (slots[i]->rings_fd >= 0)
-			fds[n++] = slots[i]->rings_fd;
-	}
-	return n;
+	log_info("upgrading: executing %s", exe);
+	execv(exe, argv);
+	log_err("cannot execute %s: %s", exe, strerror(errno));
+	handover_unpass(&h, &pass);
 }
 
 /* Sends the successor what it would take on now. A successor that cannot be
  * told is one no more. */
 static int offer_to_successor(int final)
 {
-	int fds[240], saved = -1, r;
+	int fds[240], r;
 	pid_t servers[64];
-	size_t nservers = 0;
+	size_t nservers = 0, nfds, len;
+	char *record = NULL;
+	struct handover h;
+	struct handover_pass pass;
 
 	if (successor_fd < 0)
 		return -ENOENT;
 	for (size_t i = 0; i < nslots && nservers < 64; i++)
 		if (slots[i]->server > 0)
 			servers[nservers++] = slots[i]->server;
-	if (!(r = pass_on(&saved)))
-		r = takeover_send(successor_fd, final, fds, slot_fds(fds, 240), servers, nservers);
-	keep_fds(saved);
+	what_we_hold(&h, 0);
+	if (!(r = handover_encode(&h, &record, &len)) && !(r = handover_pass_legacy(&h, &pass))) {
+		/* the fds the record names, and the legacy table's memfd; the
+		 * record goes as bytes (takeover.c) */
+		nfds = handover_fds(&h, fds, 239);
+		if (pass.table >= 0)
+			fds[nfds++] = pass.table;
+		r = takeover_send(successor_fd, final, fds, nfds, servers, nservers, record, len);
+		handover_unpass(&h, &pass);
+	}
+	free(record);
 	if (r) {
 		log_err("cannot hand our mounts to the successor: %s", strerror(-r));
 		close(successor_fd);
@@ -351,7 +320,7 @@ static void slot_ready(struct mount_slot *s)
 
 	if (read(s->ready_rd, &one, 1) == 1) {
 		s->ready = 1;
-		control_answer(s->join.conn, 0);
+		join_request_answer(s->join.conn, 0);
 		s->join.conn = -1;
 	}
 	close(s->ready_rd);
@@ -409,7 +378,7 @@ static void take_successor(struct join_request *r)
 {
 	if (successor_fd >= 0) {
 		log_err("refused a second successor");
-		control_answer(r->conn, -EBUSY);
+		join_request_answer(r->conn, -EBUSY);
 	} else {
 		successor_fd = r->conn;
 		if (offer_to_successor(0) == 0)
@@ -517,7 +486,7 @@ static enum supervisor_role start_servers(const sigset_t *old)
 
 		if (s->server || (i == 0 && !own_active))
 			continue;
-		s->server = i ? mount_slot_exec_server(s, old) : mount_slot_fork(s, &ready_fd);
+		s->server = i ? slot_server_start(s, old) : mount_slot_fork(s, &ready_fd);
 		if (s->server == 0) {
 			become_own_server(old);
 			return s->ready ? SERVE_RESUMED : SERVE_FIRST;
@@ -533,27 +502,41 @@ static enum supervisor_role start_servers(const sigset_t *old)
 	return SUPERVISOR_DONE;
 }
 
-static int supervisor_init(int fd, int resumed, int control, const sigset_t *set)
+/* Our own mount in slots[0], and what an upgrade handed on (h): its
+ * handed-over mounts after it. */
+static int supervisor_init(int fd, struct handover *h, int control, const sigset_t *set)
 {
+	struct mount_slot **more;
+
 	signal_fd = signalfd(-1, set, SFD_CLOEXEC);
 	slots = calloc(1, sizeof(*slots));
 	if (signal_fd < 0 || !slots || !(slots[0] = calloc(1, sizeof(**slots))))
 		return -ENOMEM;
 	nslots = 1;
 	slots[0]->fd = fd;
-	slots[0]->ready = resumed && !getenv(INIT_PENDING_ENV);
-	unsetenv(INIT_PENDING_ENV);
+	slots[0]->ready = h->session_fd >= 0 && !h->init_pending;
 	slots[0]->ready_rd = slots[0]->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
-	slots[0]->nodes_fd = nodes_fd; /* an upgrade's, or none yet */
-	nodes_fd = -1;
+	slots[0]->nodes_fd = h->nodes_fd; /* an upgrade's, or none yet */
+	h->nodes_fd = -1;
 	mount_slot_hold_nodes(slots[0]);
-	control_fd = control >= 0 ? control : exec_env_take_fd(CONTROL_FD_ENV);
-	successor_fd = exec_env_take_fd(SUCCESSOR_FD_ENV);
-	return mount_slots_restore(&slots, &nslots);
+	control_fd = control >= 0 ? control : h->control_fd;
+	successor_fd = h->successor_fd;
+	h->control_fd = h->successor_fd = -1;
+	if (!h->nmounts)
+		return 0;
+	if (!(more = realloc(slots, (1 + h->nmounts) * sizeof(*more))))
+		return -ENOMEM;
+	slots = more;
+	memcpy(slots + 1, h->mounts, h->nmounts * sizeof(*more));
+	nslots += h->nmounts;
+	free(h->mounts);
+	h->mounts = NULL;
+	h->nmounts = 0;
+	return 0;
 }
 
-enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
+enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, struct handover *h,
 				    int control, void (*unmount_own)(void), int *status)
 {
 	sigset_t set = handled_signals(), old;
@@ -562,7 +545,7 @@ enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int re
 	int r;
 
 	sigprocmask(SIG_BLOCK, &set, &old);
-	if ((r = supervisor_init(fuse_session_fd(se), resumed, control, &set))) {
+	if ((r = supervisor_init(fuse_session_fd(se), h, control, &set))) {
 		/* Serving here instead would leave the mount to a process that
 		 * believes a supervisor unmounts it: give the mount up. */
 		log_err("cannot start the supervisor: %s", strerror(-r));

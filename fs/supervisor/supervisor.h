@@ -4,6 +4,8 @@
 
 #include <fuse_lowlevel.h>
 
+struct handover;
+
 enum supervisor_role {
 	SERVE_FIRST,   /* a server; the kernel's INIT is still to come */
 	SERVE_RESUMED, /* a server after another: the connection is set up */
@@ -13,25 +15,21 @@ enum supervisor_role {
 /* Called in the process that mounted, before any thread exists. Returns in
  * each server process of its own mount it starts, and in itself once every
  * mount it holds is over, with *status the exit status. argv: how to execute
- * ourselves again to upgrade; resumed: the connection was set up before (an
- * upgrade); control: the control= socket or -1; unmount_own: ends our own
+ * ourselves again to upgrade; h: what an upgrade handed on (handover.h; its
+ * session_fd >= 0: the connection was set up before), whose fds and mounts
+ * the supervisor takes; control: the control= socket or -1; unmount_own: ends our own
  * mount while others are still served. */
-enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, int resumed,
+enum supervisor_role supervisor_run(struct fuse_session *se, char **argv, struct handover *h,
 				    int control, void (*unmount_own)(void), int *status);
 
 /* The supervisor returned having handed every mount to a successor
  * (takeover.h): nothing is to be unmounted. */
 int supervisor_handed_over(void);
 
-/* After an upgrade, or in a server of a handed-over mount: the session fd,
- * or -1 when this process is to mount. */
-int supervisor_resume_fd(void);
-
 /* In a server of a handed-over mount, executed by the supervisor: its role
- * (SUPERVISOR_DONE in any other process), the pidns= file it was handed and
- * the memfd of its mount's ring buffers (uring_slots.h), each -1 if none.
- * Also takes the INIT report fd and the log target. */
-enum supervisor_role supervisor_serve_role(int *pidns_fd, int *rings_fd);
+ * (SUPERVISOR_DONE in any other process), from what it was handed (h);
+ * takes h's INIT report fd and node record, and the log target. */
+enum supervisor_role supervisor_serve_role(struct handover *h);
 
 /* In a server: the memfd it reads the node table of the server before from,
  * and leaves its own in when it stops (cache/nodes/node_record.h); -1 if none. */

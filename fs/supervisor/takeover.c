@@ -4,13 +4,22 @@
  *	procfast-takeover 1
  *	final 0|1
  *	fds N...           the sender's numbers of the attached fds, in order
- *	env NAME VALUE     one per variable of exec_env.h an upgrade sets
+ *	env NAME VALUE     one per variable an upgrade sets (handover_passed_env:
+ *	                   the hand-over record's memfd, and the legacy variables)
  *	servers PID...     its servers, for the successor to stop if the old
  *	                   daemon dies without stopping them
  *
+ * then, after a NUL, the hand-over record's bytes (handover.h), which the
+ * successor puts in a memfd of its own: sending the record's memfd would
+ * add an fd, and a successor of the release before (156725c) puts its own
+ * signalfd at the number after the fds it received, where one more fd can
+ * make it one the record's fds go to. That release reads the text up to
+ * the NUL and at most MAX_RECORD bytes: a record that does not fit is left
+ * out, and the successor reads the legacy variables beside it.
+ *
  * A reader skips lines it does not know and takes only the variables it
- * knows, so that either version reads the other's record; the variables'
- * own formats already are readable both ways (slot_table.c). */
+ * knows, so that either version reads the other's record; what the
+ * variables name is readable both ways (handover.h). */
 #include "fs/supervisor/takeover.h"
 
 #include <errno.h>
@@ -30,11 +39,13 @@
 #include "fs/lib/cleanup.h"
 #include "fs/lib/log.h"
 #include "fs/supervisor/exec_env.h"
+#include "fs/supervisor/handover.h"
 #include "fs/supervisor/pidfile.h"
 
 #include <fuse_lowlevel.h>
 
-#define MAX_RECORD 4096
+#define MAX_RECORD 4096  /* what a successor of the release before reads */
+#define MAX_RECEIVED (64 * 1024)
 #define MAX_FDS 250 /* SCM_MAX_FD is 253 */
 #define FIRST_RECORD_MS 10000
 #define FINAL_WORD_MS 10000
@@ -42,11 +53,7 @@
 #define SERVER_STOP_MS 5000
 
 /* What an upgrade passes on, and so what a successor takes on. */
-static const char *const passed_env[] = {
-	RESUME_ENV, JOINED_FD_ENV, JOINED_RINGS_ENV, JOINED_CONNS_ENV, CONTROL_FD_ENV,
-	NODES_FD_ENV, JOINED_NODES_ENV, INIT_PENDING_ENV,
-};
-#define NPASSED (sizeof(passed_env) / sizeof(passed_env[0]))
+#define NPASSED 16 /* at least the names in handover_passed_env */
 
 /* The last record received. */
 struct record {
@@ -56,6 +63,8 @@ struct record {
 	char *env[NPASSED];    /* values, or NULL */
 	pid_t servers[MAX_SERVERS];
 	size_t nservers;
+	char *handover;        /* the hand-over record, or NULL */
+	size_t handover_len;
 	int final;
 	int valid;
 };
@@ -69,37 +78,15 @@ static void forget_record(void)
 		free(got.env[i]);
 		got.env[i] = NULL;
 	}
-	got.nfds = got.nservers = 0;
+	free(got.handover);
+	got.handover = NULL;
+	got.nfds = got.nservers = got.handover_len = 0;
 	got.final = got.valid = 0;
 }
 
 /* ---- the old daemon's side ---- */
 
-/* Every fd the environment names, as a list of numbers or one number. */
-static size_t named_fds(int *fds, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < NPASSED; i++) {
-		const char *v = getenv(passed_env[i]);
-		char *end;
-
-		if (!v || !strcmp(passed_env[i], JOINED_CONNS_ENV) || /* numbers, not fds */
-		    !strcmp(passed_env[i], INIT_PENDING_ENV))
-			continue;
-		for (long fd; *v && n < max; v = end) {
-			fd = strtol(v, &end, 10);
-			if (end == v)
-				break;
-			if (fd >= 3)
-				fds[n++] = (int)fd;
-		}
-	}
-	return n;
-}
-
-/* The fds a joined slot holds are in the table, not the environment: the
- * caller names them too (extra). */
+/* The fds are the caller's to name: the record's and its memfds'. */
 static size_t record_text(char *buf, size_t len, int final, const int *fds, size_t nfds,
 			  const pid_t *servers, size_t nservers)
 {
@@ -107,11 +94,11 @@ static size_t record_text(char *buf, size_t len, int final, const int *fds, size
 
 	for (size_t i = 0; i < nfds && at < len; i++)
 		at += (size_t)snprintf(buf + at, len - at, " %d", fds[i]);
-	for (size_t i = 0; i < NPASSED && at < len; i++) {
-		const char *v = getenv(passed_env[i]);
+	for (size_t i = 0; handover_passed_env[i] && at < len; i++) {
+		const char *v = getenv(handover_passed_env[i]);
 
 		if (v)
-			at += (size_t)snprintf(buf + at, len - at, "\nenv %s %s", passed_env[i], v);
+			at += (size_t)snprintf(buf + at, len - at, "\nenv %s %s", handover_passed_env[i], v);
 	}
 	if (at < len)
 		at += (size_t)snprintf(buf + at, len - at, "\nservers");
@@ -153,11 +140,11 @@ static int final_word(int conn)
 }
 
 int takeover_send(int conn, int final, const int *extra, size_t nextra, const pid_t *servers,
-		  size_t nservers)
+		  size_t nservers, const char *record, size_t record_len)
 {
 	int fds[MAX_FDS];
 	char text[MAX_RECORD];
-	size_t nfds = named_fds(fds, MAX_FDS), len;
+	size_t nfds = 0, len;
 	int r;
 
 	for (size_t i = 0; i < nextra; i++) {
@@ -173,6 +160,10 @@ int takeover_send(int conn, int final, const int *extra, size_t nextra, const pi
 	}
 	if (!(len = record_text(text, sizeof(text), final, fds, nfds, servers, nservers)))
 		return -E2BIG;
+	if (len + record_len <= sizeof(text)) { /* after the text's NUL */
+		memcpy(text + len, record, record_len);
+		len += record_len;
+	}
 	if ((r = send_record(conn, text, len, fds, nfds)))
 		return r;
 	return final ? final_word(conn) : 0;
@@ -243,8 +234,8 @@ static void parse_servers(char *list)
 
 static int parse_env(const char *name, const char *value)
 {
-	for (size_t i = 0; i < NPASSED; i++)
-		if (!strcmp(name, passed_env[i]))
+	for (size_t i = 0; i < NPASSED && handover_passed_env[i]; i++)
+		if (!strcmp(name, handover_passed_env[i]))
 			return (got.env[i] = strdup(value)) ? 0 : -ENOMEM;
 	return 0; /* a newer daemon's: not ours to take */
 }
@@ -276,12 +267,12 @@ static int parse_record(char *text)
 /* One record in place of the last; 0, -ECONNRESET at the sender's end. */
 static int receive_record(int conn)
 {
-	char text[MAX_RECORD + 1];
+	static char text[MAX_RECEIVED + 1];
 	union {
 		char space[CMSG_SPACE(MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = text, .iov_len = MAX_RECORD };
+	struct iovec iov = { .iov_base = text, .iov_len = MAX_RECEIVED };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
 			     .msg_controllen = sizeof(ctl.space) };
 	ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
@@ -295,6 +286,11 @@ static int receive_record(int conn)
 	got = (struct record){ 0 };
 	take_received_fds(&mh);
 	text[n] = '\0';
+	if (!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && strlen(text) + 1 < (size_t)n &&
+	    (got.handover = malloc((size_t)n - strlen(text) - 1))) {
+		got.handover_len = (size_t)n - strlen(text) - 1;
+		memcpy(got.handover, text + strlen(text) + 1, got.handover_len);
+	}
 	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (r = parse_record(text))) {
 		forget_record();
 		got = last;
@@ -357,12 +353,19 @@ static int place_fds(void)
 
 static int apply_record(void)
 {
-	for (size_t i = 0; i < NPASSED; i++)
-		if (got.env[i] && setenv(passed_env[i], got.env[i], 1))
+	int r;
+
+	for (size_t i = 0; i < NPASSED && handover_passed_env[i]; i++)
+		if (got.env[i] && setenv(handover_passed_env[i], got.env[i], 1))
 			return -errno;
 	/* nothing of ours may sit where the record's fds go */
 	closelog();
-	return place_fds();
+	if ((r = place_fds()))
+		return r;
+	/* without it (or its memfd) the legacy variables beside it are read */
+	if (got.handover && handover_put_record(got.handover, got.handover_len))
+		log_warn("takeover: the hand-over record: reading the variables beside it");
+	return 0;
 }
 
 /* SIGTERM and SIGINT, blocked from registration to the hand-over: a
@@ -443,6 +446,8 @@ int takeover_wait(int conn)
 	close(conn);
 	/* the binary executed next sets its own; the mask would be inherited */
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	/* closed now: its number may be one the record's fds are put at */
+	close(move_fd(&sfd));
 	if (!got.valid)
 		return -ECONNRESET;
 	log_info("taking over the mounts of the daemon before (%s)",

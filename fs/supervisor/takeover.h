@@ -4,7 +4,7 @@
  *
  * The new daemon (the successor) registers at the old one's control= socket.
  * The old one answers with what its own upgrade would pass on to the binary
- * it executes (exec_env.h: the session fds, the table of handed-over mounts,
+ * it executes (handover.h: the session fds, the table of handed-over mounts,
  * the control socket), as one versioned record with the fds attached, again
  * each time its mounts change. Holding those copies, the successor keeps
  * every connection alive whatever becomes of the old daemon. When the old
@@ -41,12 +41,12 @@ int takeover_register(const char *path);
  * (the old daemon goes on); -errno. Closes conn. */
 int takeover_wait(int conn);
 
-/* Old daemon side: sends the record the environment names now (the variables
- * of exec_env.h an upgrade sets, their fds open) with the fds it names and
- * extra ones (those the table of handed-over mounts names), and the pids of
- * its servers, final or not.
+/* Old daemon side: sends the variables an upgrade sets now (handover.h,
+ * passed on), with fds (those the hand-over record names, and the memfd of
+ * the legacy table), the pids of its servers, and the record's bytes, final
+ * or not.
  * For a final one, waits for the successor's word. 0, or -errno. */
 int takeover_send(int conn, int final, const int *extra, size_t nextra, const pid_t *servers,
-		  size_t nservers);
+		  size_t nservers, const char *record, size_t record_len);
 
 #endif

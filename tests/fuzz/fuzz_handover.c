@@ -1,11 +1,14 @@
-/* The two decoders of mount hand-over: a control= request's payload
- * (fs/supervisor/control.c) and the table of handed-over mounts an upgrade passes on
- * (fs/supervisor/slot_table.c). The input's first byte picks one; the rest is decoded.
+/* The decoders of mount hand-over: a control= request's payload
+ * (fs/supervisor/control.c), the hand-over record an upgrade passes on
+ * (fs/supervisor/handover.c) and the legacy table of handed-over mounts beside
+ * it (fs/supervisor/handover_legacy.c). The input's first byte picks one; the
+ * rest is decoded.
  * Properties, beyond never crashing:
  *  - a payload accepted has an absolute mount point and a non-empty command
  *    line, and its strings laid end to end are the payload again;
  *  - every slot of a table accepted has a session fd number, a mount point
- *    and a command line, and the table written back parses to the same. */
+ *    and a command line, and the table written back parses to the same;
+ *  - a record accepted, encoded again, decodes to the same. */
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "fs/supervisor/control.h"
+#include "fs/supervisor/handover.h"
 #include "fs/supervisor/mount_slot.h"
 
 static void check_payload(char *buf, size_t len)
@@ -59,6 +63,7 @@ static char *written(struct mount_slot **slots, size_t n, size_t *len)
 static void same_slot(const struct mount_slot *a, const struct mount_slot *b)
 {
 	assert(a->fd == b->fd && a->join.nsfd == b->join.nsfd && a->ready == b->ready);
+	assert(a->rings_fd == b->rings_fd && a->nodes_fd == b->nodes_fd && a->conn == b->conn);
 	assert(!strcmp(a->join.mountpoint, b->join.mountpoint));
 	for (int i = 0; a->join.argv[i] || b->join.argv[i]; i++)
 		assert(a->join.argv[i] && b->join.argv[i] && !strcmp(a->join.argv[i], b->join.argv[i]));
@@ -67,7 +72,7 @@ static void same_slot(const struct mount_slot *a, const struct mount_slot *b)
 static void forget_all(struct mount_slot **slots, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		slot_table_forget(slots[i]);
+		mount_slot_forget(slots[i]);
 	free(slots);
 }
 
@@ -89,6 +94,31 @@ static void check_table(char *buf, size_t len)
 	forget_all(again, m);
 }
 
+static void check_record(const char *buf, size_t len)
+{
+	struct handover h, again;
+	char *back;
+	size_t blen;
+
+	if (handover_decode(buf, len, &h))
+		return;
+	for (size_t i = 0; i < h.nmounts; i++)
+		assert(h.mounts[i]->fd >= 0 && h.mounts[i]->join.mountpoint && h.mounts[i]->join.argv[0]);
+	assert(handover_encode(&h, &back, &blen) == 0);
+	assert(handover_decode(back, blen, &again) == 0);
+	assert(h.session_fd == again.session_fd && h.serve == again.serve &&
+	       h.pidns_fd == again.pidns_fd && h.ready_fd == again.ready_fd &&
+	       h.rings_fd == again.rings_fd && h.nodes_fd == again.nodes_fd &&
+	       h.log_syslog == again.log_syslog && h.control_fd == again.control_fd &&
+	       h.init_pending == again.init_pending && h.successor_fd == again.successor_fd &&
+	       h.nmounts == again.nmounts);
+	for (size_t i = 0; i < h.nmounts; i++)
+		same_slot(h.mounts[i], again.mounts[i]);
+	free(back);
+	handover_forget(&h);
+	handover_forget(&again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *buf;
@@ -99,7 +129,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!buf)
 		return 0;
 	memcpy(buf, data + 1, size - 1);
-	if (data[0] & 1)
+	if (data[0] == 'R') /* a byte no seed of the others begins with */
+		check_record(buf, size - 1);
+	else if (data[0] & 1)
 		check_table(buf, size - 1);
 	else
 		check_payload(buf, size - 1);
