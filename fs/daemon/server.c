@@ -123,7 +123,7 @@ static void stop_signals(void *ctx)
 static int start_nodes(void *ctx)
 {
 	(void)ctx;
-	if (node_table_init(name_class_root()) || name_class_check_tables()) {
+	if (node_table_init(name_class_root())) {
 		log_err("cannot create the node table");
 		return -1;
 	}

@@ -73,7 +73,7 @@ const struct name_class *name_class_root(void);
 /* The class of name inside a directory of class dir. */
 const struct name_class *name_classify(const struct name_class *dir, const char *name);
 
-/* 0 when every table is in the order lookups rely on (for the tests). */
+/* 0 when every table is in the order lookups rely on (tests/unit/test_name_class.c). */
 int name_class_check_tables(void);
 
 /* The kinds an operation on a node of class cls depends on: its content's
