@@ -1,5 +1,5 @@
 /* node_from_ino (cache/nodes/node.c): the kernel hands node ids back, and after a
- * restart it hands back ids of the dead server (fs/request/stale.c). Node ids are not
+ * restart it hands back ids of the dead server (fs/request/request.h). Node ids are not
  * decoded but looked up, so the properties are:
  *  - any id is either unknown (NULL) or names the node it was given for;
  *  - ids are never below the boot clock at the table's start, so those of an
