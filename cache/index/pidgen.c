@@ -106,7 +106,7 @@ static void probe_stat(pid_t pid, struct task_state *ts)
 
 	ts->err = -ENOENT;
 	ts->exited = 1;
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
+	if (procfile_task_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0) {
 		if (procfile_out_of_resources(errno))
 			ts->err = -errno;
 		return;
@@ -158,7 +158,7 @@ int pidgen_exiting(pid_t pid)
 	char buf[1024];
 	unsigned long long flags;
 
-	if (procfile_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
+	if (procfile_task_read(source_fd, pid, "stat", buf, sizeof(buf)) <= 0)
 		return !procfile_out_of_resources(errno);
 	if (stat_number(buf, 9, &flags))
 		return 0;

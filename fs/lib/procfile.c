@@ -9,18 +9,31 @@
 #include "fs/lib/cleanup.h"
 #include "fs/lib/proc_fields.h"
 
-ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len)
+static ssize_t read_path(int procfs_fd, const char *path, char *buf, size_t len)
 {
-	char path[64];
-	__do_close int fd = -1;
+	__do_close int fd = openat(procfs_fd, path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%d/%s", pid, name);
-	fd = openat(procfs_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || (n = read(fd, buf, len - 1)) < 0)
 		return -1;
 	buf[n] = '\0';
 	return n;
+}
+
+ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "%d/%s", pid, name);
+	return read_path(procfs_fd, path, buf, len);
+}
+
+ssize_t procfile_task_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[80];
+
+	snprintf(path, sizeof(path), "%d/task/%d/%s", pid, pid, name);
+	return read_path(procfs_fd, path, buf, len);
 }
 
 pid_t procfile_tgid(int procfs_fd, pid_t pid)

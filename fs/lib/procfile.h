@@ -15,6 +15,12 @@ static inline int procfile_out_of_resources(int err)
 /* Reads procfs_fd's "PID/name" into buf, NUL-terminated; its length, or -1. */
 ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len);
 
+/* Reads the task's own "PID/task/PID/name": for a leader, PID/stat is the
+ * whole group's (procfs walks every thread for its times), which makes one
+ * look at a task cost O(threads); the task's own file has the same state,
+ * flags and start time at O(1). */
+ssize_t procfile_task_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len);
+
 /* The "Tgid:" of PID/status, or 0. */
 pid_t procfile_tgid(int procfs_fd, pid_t pid);
 

@@ -2,36 +2,24 @@
  * the CPU time its cgroup used (LXCFS proc_uptime_read: the idle of one
  * CPU, whatever the container's count). The host's init (no reaper) gets
  * the host's file. */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fs/cgroup/cgroup_cpu.h"
-#include "fs/lib/cleanup.h"
+#include "fs/lib/proc_fields.h"
+#include "fs/lib/procfile.h"
 #include "fs/resources/render.h"
 
 /* A task's start, in seconds after boot (stat field 22). */
 static int start_time(pid_t task, double *s)
 {
-	char path[32], buf[1024];
+	char buf[1024];
 	unsigned long long ticks;
-	ssize_t n;
-	const char *p;
-	__do_close int fd = -1;
 
-	snprintf(path, sizeof(path), "%d/stat", task);
-	if ((fd = openat(res_proc_fd(), path, O_RDONLY | O_CLOEXEC)) < 0 ||
-	    (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-		return -1;
-	buf[n] = '\0';
-	if (!(p = strrchr(buf, ')')))
-		return -1;
-	/* ") S" then fields 4..21 before starttime */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &ticks) != 1)
+	if (procfile_task_read(res_proc_fd(), task, "stat", buf, sizeof(buf)) <= 0 ||
+	    stat_number(buf, 22, &ticks))
 		return -1;
 	*s = (double)ticks / (double)sysconf(_SC_CLK_TCK);
 	return 0;
