@@ -208,6 +208,13 @@ void node_table_destroy(void)
 		if (!cds_lfht_del(table, &n->by_name))
 			call_rcu(&n->rcu, node_free_rcu);
 	}
+	/* the unnamed ones (node_unname), in no name table any more */
+	for (cds_lfht_first(by_id, &iter); (ht = cds_lfht_iter_get_node(&iter)); cds_lfht_next(by_id, &iter)) {
+		struct node *n = caa_container_of(ht, struct node, by_id);
+
+		if (!cds_lfht_del(by_id, &n->by_id) && n != root && !is_fixed(n->serial))
+			call_rcu(&n->rcu, node_free_rcu);
+	}
 	rcu_read_unlock();
 	rcu_barrier();
 	cds_lfht_destroy(table, NULL);
@@ -372,7 +379,19 @@ void node_forget(struct node *n, uint64_t count)
 	rcu_thread_register_once();
 	rcu_read_lock();
 	cds_lfht_del(by_id, &n->by_id);
-	if (!cds_lfht_del(table, &n->by_name))
+	/* unnamed: whichever of node_unname and this comes second frees it */
+	if (!cds_lfht_del(table, &n->by_name) || atomic_exchange(&n->unnamed, 2) == 1)
+		call_rcu(&n->rcu, node_free_rcu);
+	rcu_read_unlock();
+}
+
+void node_unname(struct node *n)
+{
+	if (n == root || is_fixed(n->serial))
+		return;
+	rcu_thread_register_once();
+	rcu_read_lock();
+	if (!cds_lfht_del(table, &n->by_name) && atomic_exchange(&n->unnamed, 1) == 2)
 		call_rcu(&n->rcu, node_free_rcu);
 	rcu_read_unlock();
 }

@@ -57,6 +57,10 @@ struct node {
 	_Atomic int opens;          /* open handles */
 	atomic_bool size_taken;     /* it took a reply's size (0) */
 	_Atomic int64_t hidden_size; /* where the next byte beyond is stored */
+	/* -o snapshot (fs/request/snapshot.h): */
+	atomic_bool snapshot_held;      /* a file: one of its opens is a snapshot */
+	atomic_bool snapshot_contended; /* a directory: a child's open met another's snapshot */
+	_Atomic int unnamed;            /* node_unname: 1 once its name was taken off, 2 once forgotten */
 	atomic_bool name_dropped; /* a process dir whose name the kernel was told to drop */
 	char *name;              /* name in parent (the link text for targets) */
 	char path[];             /* source path, relative; "." for the root */
@@ -109,6 +113,11 @@ void node_for_each(void (*fn)(const struct node *n, void *arg), void *arg);
 void node_remember(struct node *n, const struct stat *st);
 /* The attributes last remembered (mode, uid, gid, ino) into st. */
 void node_recall(const struct node *n, struct stat *st);
+
+/* Takes n's name off the table: the next lookup of the name makes a new
+ * node, with an id of its own, while n lives on by its id until the kernel
+ * forgets it (a file open on it). Not the root nor a fixed node. */
+void node_unname(struct node *n);
 
 /* Drops n lookup references; frees the node (after a grace period) at zero. */
 void node_forget(struct node *n, uint64_t count);

@@ -63,6 +63,7 @@ static int start_source(void *ctx)
 	const struct options *o = ((struct daemon *)ctx)->o;
 
 	pf.read_only = o->read_only;
+	pf.snapshot = o->snapshot;
 	pf.no_dedup = o->no_dedup;
 	pf.entry_timeout = o->entry_timeout;
 	pf.attr_timeout = o->attr_timeout;

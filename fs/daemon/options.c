@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/kernel_feature.h"
 #include "fs/resources/resources.h"
 #include "fs/transport/transport.h"
@@ -21,6 +22,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
 	{ "nodedup", offsetof(struct options, no_dedup), 1 },
 	{ "norestart", offsetof(struct options, no_restart), 1 },
+	{ "snapshot", offsetof(struct options, snapshot), 1 },
 	{ "pidns=%s", offsetof(struct options, pidns), 0 },
 	{ "hidepid=%s", offsetof(struct options, hidepid), 0 },
 	{ "subset=%s", offsetof(struct options, subset), 0 },
@@ -192,6 +194,18 @@ static int uring_valid(struct options *o)
 	return 1;
 }
 
+/* Where the kernel cannot read a snapshot, the mount is refused rather
+ * than served otherwise: the reader asked for the trade. */
+static int snapshot_valid(const struct options *o)
+{
+	char why[160];
+
+	if (!o->snapshot || passthrough_probe(why, sizeof(why)) == 0)
+		return 1;
+	fprintf(stderr, "procfast: snapshot needs FUSE passthrough: %s\n", why);
+	return 0;
+}
+
 /* daemon= hands the mount over and exits: nothing of this process may be
  * needed by the mount afterwards. */
 static int handover_options_valid(const struct options *o)
@@ -240,7 +254,7 @@ int options_parse(struct fuse_args *args, struct options *o)
 		return -1;
 	if (!handover_options_valid(o) || !resources_valid(o) || !uring_valid(o))
 		return -1;
-	if (kernel_feature_disable(o->without))
+	if (kernel_feature_disable(o->without) || !snapshot_valid(o))
 		return -1;
 	/* Tools run by every user read /proc: as root, serve them all. */
 	if (geteuid() == 0 && !o->no_allow_other && !o->has_allow_other &&
@@ -279,6 +293,10 @@ void options_help(void)
 	       "    -o source=DIR          procfs to mirror (default /proc)\n"
 	       "    -o ro                  refuse every write\n"
 	       "    -o noallow_other       serve only the mounting user (default for root: all users)\n"
+	       "    -o snapshot            each open of a file reads a snapshot made at the open,\n"
+	       "                           as the opener (FUSE passthrough, Linux 6.9+): one round\n"
+	       "                           trip less; a file held open and read again shows what\n"
+	       "                           it showed at its open (not for top, free -s, sysinfo)\n"
 	       "    -o nodedup             threads' fd/, fdinfo/ and task/ as directories, as in /proc\n"
 	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
 	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
@@ -322,5 +340,6 @@ void options_help(void)
 	       "                           the workers, all but one of a queue's threads)\n"
 	       "    -o without=NAME[:NAME...]\n"
 	       "                           behave as on a kernel without these interfaces, to\n"
-	       "                           test the fallbacks: pidfs, pid_ioctl, event_filter\n");
+	       "                           test the fallbacks: pidfs, pid_ioctl, event_filter,\n"
+	       "                           passthrough\n");
 }

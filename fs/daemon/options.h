@@ -10,6 +10,7 @@ struct options {
 	int no_allow_other;
 	int no_dedup;         /* -o nodedup */
 	int no_restart;       /* -o norestart: no supervisor */
+	int snapshot;         /* -o snapshot: FUSE passthrough of a snapshot made at open */
 	int has_allow_other;
 	double entry_timeout; /* -o entry_timeout=SECONDS, for names that live as long as their directory */
 	double attr_timeout;  /* -o attr_timeout=SECONDS */

@@ -24,6 +24,7 @@
 #include "fs/lib/settings.h"
 #include "fs/request/entry.h"
 #include "fs/request/invalidate.h"
+#include "fs/request/snapshot.h"
 #include "fs/resources/resources.h"
 #include "fs/transport/drain.h"
 #include "fs/transport/transport.h"
@@ -147,6 +148,8 @@ static int take_nodes_before(void *ctx)
 
 	if (n > 0)
 		log_info("took %ld nodes over from the server before", n);
+	if (n > 0 && s->o->snapshot)
+		snapshot_inherited();
 	return 0;
 }
 
@@ -212,6 +215,12 @@ static int start_resume(void *ctx)
 	struct server *s = ctx;
 
 	if (s->role == SERVE_RESUMED) {
+		/* Whether the INIT before asked for passthrough is not known here,
+		 * nor which snapshots the kernel still holds open (one an inode). */
+		if (pf.snapshot)
+			log_warn("snapshot: off until the next mount: this server took the "
+				 "connection over");
+		pf.snapshot = 0;
 		supervisor_replay_init(s->se);
 		transport_resume();
 	}
@@ -300,6 +309,11 @@ static void announce(const struct server *s)
 		 o->pidns ? "pid namespace " : o->source ? o->source : "/proc", o->pidns ? o->pidns : "",
 		 o->hidepid || o->subset ? " with procfs options" : "", s->cmd->mountpoint,
 		 transport_describe(), s->events_mode, pidgen_method());
+	if (pf.snapshot)
+		log_info("snapshot: each open of a file reads what it held at its open, made for "
+			 "its opener: a file held open and read again shows the content of its "
+			 "open, not of now (for tools that reopen: ps, pgrep, node_exporter; not "
+			 "for top, free -s or sysinfo)");
 }
 
 int server_run(struct fuse_session *se, struct fuse_cmdline_opts *cmd, const struct options *o,

@@ -61,14 +61,21 @@ static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_T
 
 /* The files a container's cgroup may give (fs/resources/): LXCFS's set. */
 #define RESOURCE(file, ns) { &plain_table, LIFE_FIXED, ns, 0, &resource_content, file }
+/* Read at offsets (kcore, kpage*: of the memory), or a stream (kmsg) */
+#define NO_SNAPSHOT(life) { &plain_table, life, 0, NC_NO_SNAPSHOT, NULL, 0 }
 static const struct name_entry root_entries[] = {
 	{ "cpuinfo", RESOURCE(RES_CPUINFO, 0) },
 	{ "diskstats", RESOURCE(RES_DISKSTATS, 0) },
+	{ "kcore", NO_SNAPSHOT(LIFE_FIXED) },
 	/* security/keys/proc.c: proc_keys_start/next skip keys whose owner the
 	 * opener's user namespace cannot map (seq_user_ns); which keys show is
 	 * the reader's credentials (the daemon possesses none, main.c). */
 	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, NULL, 0 } },
 	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, NULL, 0 } },
+	{ "kmsg", NO_SNAPSHOT(LIFE_FIXED) },
+	{ "kpagecgroup", NO_SNAPSHOT(LIFE_FIXED) },
+	{ "kpagecount", NO_SNAPSHOT(LIFE_FIXED) },
+	{ "kpageflags", NO_SNAPSHOT(LIFE_FIXED) },
 	{ "loadavg", RESOURCE(RES_LOADAVG, 0) },
 	{ "meminfo", RESOURCE(RES_MEMINFO, 0) },
 	{ "self", { NULL, LIFE_FIXED, 0, NC_CALLER_LINK, NULL, 0 } },
@@ -108,9 +115,12 @@ static const struct name_entry task_entries[] = {
 	{ "map_files", { &volatile_table, LIFE_TASK, 0, 0, NULL, 0 } },
 	/* task_mmu.c show_map_vma: seq_file_path, relative to the reader's root */
 	{ "maps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },
+	/* the task's memory, read at its addresses */
+	{ "mem", NO_SNAPSHOT(LIFE_TASK) },
 	/* show_mountinfo: a cgroup mount's root relative to the reader's cgroup ns */
 	{ "mountinfo", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, NULL, 0 } },
 	{ "numa_maps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },
+	{ "pagemap", NO_SNAPSHOT(LIFE_TASK) },
 	{ "projid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, NULL, 0 } },
 	{ "root", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },
 	{ "smaps", { &plain_table, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },

@@ -44,6 +44,8 @@ enum name_life {
 #define NC_FILE_TABLE   0x200 /* fd/, fdinfo/: they list open files, and fail once the process is gone */
 #define NC_STABLE_ATTRS  0x400 /* attributes that never change while named: a link target's,
 				* or a task's directory that counts nothing (ns/, attr/) */
+#define NC_NO_SNAPSHOT   0x800 /* read at its offsets or as a stream (mem, kmsg, kcore):
+				* never made whole at open (-o snapshot, fs/request/snapshot.c) */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/entries/self_state.c):

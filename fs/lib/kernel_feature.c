@@ -7,6 +7,7 @@ static const char *const names[KF_COUNT] = {
 	[KF_PIDFS] = "pidfs",
 	[KF_PID_IOCTL] = "pid_ioctl",
 	[KF_EVENT_FILTER] = "event_filter",
+	[KF_PASSTHROUGH] = "passthrough",
 };
 
 /* Set once at start, before any thread: read without a lock after. */

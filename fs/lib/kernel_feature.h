@@ -9,6 +9,7 @@ enum kernel_feature {
 	KF_PIDFS,        /* pidfs inode numbers as generations (6.9) */
 	KF_PID_IOCTL,    /* nsfs pid translation ioctls for pidns= views (6.8) */
 	KF_EVENT_FILTER, /* the proc connector's per-socket event filter (6.6) */
+	KF_PASSTHROUGH,  /* FUSE passthrough, for -o snapshot (6.9) */
 	KF_COUNT
 };
 

@@ -9,6 +9,7 @@ struct procfast {
 	int same_pid_ns;     /* the source's pids are the daemon's own */
 	int selfproc;        /* the daemon's own /proc, for facts about callers */
 	int read_only;
+	int snapshot;        /* -o snapshot: an open's content made at open (fs/request/snapshot.c) */
 	int no_dedup;        /* -o nodedup: the kernel's layout for thread fd/ */
 	int hide_level;      /* hidepid: 0 off, 1 noaccess, 2 invisible, 4 ptraceable */
 	double entry_timeout; /* kernel cache lifetimes, for what may be cached */

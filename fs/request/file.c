@@ -28,28 +28,59 @@
 #include "fs/caller/ns_helper.h"
 #include "fs/entries/content.h"
 #include "fs/entries/name_class.h"
+#include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/settings.h"
 #include "fs/lib/thread_buf.h"
 #include "fs/request/handle.h"
 #include "fs/request/node_life.h"
 #include "fs/request/open_file.h"
 #include "fs/request/request.h"
+#include "fs/request/snapshot.h"
+
+static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
+			 off_t off);
+static int act_for_io(struct request *rq, const struct open_file *of);
+
+/* A read of a snapshot in the making (snapshot.h): the exact path's. */
+static ssize_t read_for_snapshot(struct request *rq, struct open_file *of, char *buf,
+				 size_t size, off_t off)
+{
+	ssize_t got;
+	int r;
+
+	if ((r = act_for_io(rq, of)))
+		return r;
+	pthread_mutex_lock(&of->lock);
+	got = read_text(rq, of, buf, size, off);
+	pthread_mutex_unlock(&of->lock);
+	request_act_end(rq);
+	return got;
+}
 
 void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct open_file *of;
-	int r;
+	int r, snapshot;
 
 	REQUEST_BEGIN(rq, req, ino);
 	if ((r = open_file_make(&rq, fi->flags, &of)))
 		return request_fail(&rq, r);
+	snapshot = snapshot_take(&rq, of, fi->flags, read_for_snapshot);
+	if (!snapshot && snapshot_met(rq.node)) {
+		open_file_close(rq.node, of);
+		return request_fail(&rq, -ESTALE);
+	}
 	if (!(fi->fh = handle_give(of, rq.node))) {
 		open_file_close(rq.node, of);
 		return request_fail(&rq, -ENOMEM);
 	}
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+	request_act_end(&rq);
+	passthrough_reply_next(snapshot); /* the reply names it (transport.c) */
+	r = fuse_reply_open(req, fi);
+	passthrough_reply_next(0);
+	if (r == -ENOENT) /* interrupted */
 		open_file_close(rq.node, handle_drop(fi->fh));
 }
 

@@ -10,6 +10,7 @@
 
 #include "fs/caller/source_op.h"
 #include "fs/entries/name_class.h"
+#include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/settings.h"
 #include "fs/request/file_size.h"
 #include "fs/request/node_life.h"
@@ -109,6 +110,11 @@ int open_file_make(struct request *rq, int flags, struct open_file **made)
 
 void open_file_close(struct node *n, struct open_file *of)
 {
+	/* the kernel let the inode's backing file go before it sent RELEASE */
+	if (of->snapshot_id) {
+		passthrough_unregister(of->snapshot_id);
+		atomic_store(&n->snapshot_held, false);
+	}
 	file_size_released(n);
 	open_file_free(of);
 }

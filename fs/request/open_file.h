@@ -30,6 +30,7 @@ struct open_file {
 	const struct content_ops *content; /* its row's, where its opener's reads are made */
 	struct content_state content_state; /* what the open decided for them */
 	struct fair_hold share;   /* counted in its opener's shares (fair.h) */
+	int snapshot_id;          /* the backing file the kernel reads (snapshot.h), or 0 */
 };
 
 /* A source open of the request's node as the caller, for the kernel's open

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "fs/caller/fair.h"
+#include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/log.h"
+#include "fs/lib/settings.h"
 #include "fs/transport/drain.h"
 #include "fs/transport/fuse_uring_abi.h"
 #include "fs/transport/uring.h"
@@ -25,6 +27,7 @@ static int shared; /* the buffers are a memfd every server of the mount maps */
 /* INIT's unique id from its read until its reply, and what it offered. */
 static atomic_ullong init_unique;
 static atomic_int init_offers_uring;
+static atomic_int init_offers_passthrough;
 static char described[160] = "/dev/fuse";
 
 int transport_mode_of(const char *name)
@@ -162,9 +165,25 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 		if (offered & FUSE_INIT_EXT)
 			offered |= (uint64_t)ii->flags2 << 32;
 		atomic_store(&init_offers_uring, !!(offered & FUSE_OVER_IO_URING));
+		atomic_store(&init_offers_passthrough, passthrough_offered(offered));
 		atomic_store(&init_unique, in->unique);
 	}
 	return n;
+}
+
+/* -o snapshot: the INIT reply asks for passthrough, or the mount ends (the
+ * start-up probe said the kernel has it: only a kernel built without it
+ * gets here). */
+static void ask_for_passthrough(struct iovec *iov, int count)
+{
+	if (!pf.snapshot)
+		return;
+	if (atomic_load(&init_offers_passthrough)) {
+		passthrough_ask_init(iov, count);
+		return;
+	}
+	log_err("snapshot: the kernel does not offer FUSE passthrough on this mount");
+	fuse_session_exit(session);
 }
 
 static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -175,13 +194,16 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 
 	(void)userdata;
 	/* a reply, not a notification: its thread is free for its caller's next request */
-	if (out->unique)
+	if (out->unique) {
 		fair_replying();
+		passthrough_patch_open(iov, count); /* a snapshot's OPEN (snapshot.c) */
+	}
 	if (uring_owns_reply(out->unique))
 		return uring_reply(iov, count);
 	if (out->unique && out->unique == atomic_load(&init_unique)) {
 		atomic_store(&init_unique, 0);
 		rings = ask_for_rings(iov, count);
+		ask_for_passthrough(iov, count);
 	}
 	n = writev(fd, iov, count);
 	/* the kernel has applied INIT once its reply is written */
@@ -203,6 +225,7 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 	 * rings all the same: the connection may use them already. */
 	mode = executed && !shared && !resumed && m == URING_AUTO ? URING_OFF : m;
 	session = se;
+	passthrough_set_fd(fuse_session_fd(se));
 	per_queue = threads;
 	mount_path = mountpoint;
 	if (mode != m)

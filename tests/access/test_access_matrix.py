@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from lib.build import HELPERS, ROOT
+from lib.kernel import has_fuse_passthrough
 from lib.mount import Mount, is_ns_helper
 
 TARGET_BIN = os.path.join(HELPERS, "matrix_target")
@@ -59,8 +60,17 @@ PERSONAS = {
     "root_userns_high": ("userns_high", []),
 }
 
-# procfast's options, the same as the real procfs's ("" none: the default mount)
-MODES = ["", "hidepid=0", "hidepid=1", "hidepid=2", "subset=pid"]
+# procfast's options, the same as the real procfs's ("" none: the default mount); and
+# procfast's own, which the real procfs is mounted without: snapshot (each open reads a
+# snapshot made at the open, for its opener: tests/mirror/test_snapshot.py), where the
+# kernel has FUSE passthrough
+PROCFAST_ONLY = {"snapshot"}
+MODES = ["", "hidepid=0", "hidepid=1", "hidepid=2", "subset=pid"] + (
+    ["snapshot"] if has_fuse_passthrough() else [])
+
+
+def procfs_options(mode):
+    return ",".join(o for o in mode.split(",") if o and o not in PROCFAST_ONLY)
 
 SETGID_GID = 4242   # in the persona's world
 
@@ -273,7 +283,7 @@ class Lab:
         world, prefix = PERSONAS[persona]
         mount_procfs = 'mount -t proc ${1:+-o "$1"} proc "$2" && shift 2 && exec "$@"'
         argv = (["unshare", "-m", "--propagation", "private", "sh", "-c", mount_procfs, "sh",
-                 mode, self.procfs] + self.enter(world) + prefix +
+                 procfs_options(mode), self.procfs] + self.enter(world) + prefix +
                 ["/usr/bin/python3", PROBE, self.procfs, self.mount(mode).path])
         r = subprocess.run(argv, input=json.dumps(ops), capture_output=True, text=True,
                            timeout=120, cwd="/")

@@ -15,9 +15,11 @@ import time
 import pytest
 
 from lib.build import BIN
+from lib.kernel import has_fuse_passthrough
 from lib.kmsg_request import killed_with_a_request_taken, reading_kmsg
 from lib.mount import Mount, is_ns_helper
-from lib.procs import Stepper, kill_tree
+from lib.procs import Stepper, kill_tree, task_state
+from lib.waiting import wait_for
 
 SYS_PIDFD_GETFD = 438
 
@@ -721,3 +723,41 @@ def test_mounts_on_names_beside_the_pids_stay(mount_with, tmp_path):
     finally:
         if p.poll() is None:
             kill_tree(p)
+
+
+@pytest.mark.skipif(not has_fuse_passthrough(), reason="-o snapshot needs Linux 6.9+")
+@pytest.mark.parametrize("how", ["killed", "upgraded"])
+def test_snapshots_held_open_across_a_restart(mount_with, how):
+    """-o snapshot: the kernel reads a snapshot held open across a restart by itself
+    (no request). A server killed leaves no node record: the kernel's ids are unknown
+    to the next (ESTALE), which makes it look the names up again. An upgrade hands its
+    nodes over, and the new server cannot tell which of them the kernel holds open as
+    snapshots: it moves every open of them to a new inode (the kernel would fail an
+    open of a file with a snapshot open, EIO). Either way, opens work as before."""
+    m = mount_with("snapshot")
+    server = m.server_pid()
+    sleeper = subprocess.Popen(["sleep", "1000"])
+    try:
+        wait_for(lambda: task_state(sleeper.pid, sleeper.pid) == "S", 10, "the sleeper asleep")
+        held = os.open(m.p(sleeper.pid, "stat"), os.O_RDONLY)
+        first = os.pread(held, 4096, 0)
+        assert first == open("/proc/%d/stat" % sleeper.pid, "rb").read()
+        if how == "killed":
+            os.kill(server, signal.SIGKILL)
+        else:
+            m.proc.send_signal(signal.SIGHUP)
+        gone(server)
+        new_server(m, server)
+        assert os.pread(held, 4096, 0) == first
+        for _ in range(3):  # while it is held, opens of the same name, read or write
+            with open(m.p(sleeper.pid, "stat"), "rb") as f:
+                assert f.read() == first
+        with open(m.p(sleeper.pid, "oom_score_adj"), "r+b", buffering=0) as f:
+            f.write(b"321")
+        assert open("/proc/%d/oom_score_adj" % sleeper.pid).read() == "321\n"
+        os.close(held)
+        assert "snapshot: off until the next mount" in m.output(), m.output()
+        assert ("took" in m.output() and "nodes over" in m.output()) == (how == "upgraded")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

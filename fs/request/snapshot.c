@@ -1,0 +1,120 @@
+/* Snapshots made at open (snapshot.h). */
+#include "fs/request/snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/nodes/node.h"
+#include "fs/entries/name_class.h"
+#include "fs/lib/cleanup.h"
+#include "fs/lib/fuse_passthrough.h"
+#include "fs/lib/settings.h"
+
+#define SNAPSHOT_MAX (4 << 20)
+#define CHUNK (64 << 10)
+
+static int eligible(const struct node *n, const struct open_file *of, int flags)
+{
+	/* A fixed node (the root's files: meminfo...) keeps its name for good
+	 * (node.h), so another's open could not be moved off it (snapshot_met). */
+	if (!pf.snapshot || (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) ||
+	    n->kind != NODE_MIRROR || n->type != S_IFREG || n->serial <= NODE_FIXED_MAX ||
+	    (n->cls->flags & NC_NO_SNAPSHOT))
+		return 0;
+	/* a stream (no pread): reading it whole would take what the reader reads */
+	return of->via_helper || pread(of->head.fd, NULL, 0, 0) == 0 || errno != ESPIPE;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	for (; len; buf += n, len -= (size_t)n)
+		if ((n = write(fd, buf, len)) <= 0)
+			return -1;
+	return 0;
+}
+
+/* The opener's text from offset 0 to its end, into a new memfd: the fd, or
+ * -1 where the exact path must serve. */
+static int make(struct request *rq, struct open_file *of, snapshot_read_fn read)
+{
+	__do_free char *buf = malloc(CHUNK);
+	__do_close int fd = memfd_create("procfast-snapshot", MFD_CLOEXEC);
+	off_t off = 0;
+	ssize_t got;
+
+	if (!buf || fd < 0)
+		return -1;
+	while ((got = read(rq, of, buf, CHUNK, off)) > 0) {
+		if (off + got > SNAPSHOT_MAX || write_all(fd, buf, (size_t)got))
+			return -1;
+		off += got;
+	}
+	return got < 0 ? -1 : move_fd(&fd);
+}
+
+static int contended(const struct node *n)
+{
+	const struct node *dir = node_from_ino(n->parent_serial);
+
+	return !dir || atomic_load(&dir->snapshot_contended);
+}
+
+int snapshot_take(struct request *rq, struct open_file *of, int flags, snapshot_read_fn read)
+{
+	struct node *n = rq->node;
+	bool free_inode = false;
+	int id;
+
+	if (!eligible(n, of, flags) || contended(n) ||
+	    !atomic_compare_exchange_strong(&n->snapshot_held, &free_inode, true))
+		return 0;
+	/* Only the open in hand: another one, of the exact path, may not have
+	 * reached the kernel yet, which would fail it beside this one. It looks
+	 * at snapshot_held after counting itself, this looks at the count after
+	 * holding: one of the two sees the other (snapshot_met). */
+	if (atomic_load(&n->opens) != 1) {
+		atomic_store(&n->snapshot_held, false);
+		return 0;
+	}
+	__do_close int fd = make(rq, of, read);
+
+	if (fd < 0 || (id = passthrough_register(fd)) < 0) {
+		atomic_store(&n->snapshot_held, false);
+		return 0;
+	}
+	/* what a READ would have made is in the memfd now */
+	free(of->made_text);
+	of->made_text = NULL;
+	return of->snapshot_id = id;
+}
+
+int snapshot_met(struct node *n)
+{
+	struct node *dir;
+
+	if (!atomic_load(&n->snapshot_held))
+		return 0;
+	if ((dir = node_from_ino(n->parent_serial)))
+		atomic_store(&dir->snapshot_contended, true);
+	node_unname(n);
+	return 1;
+}
+
+static void hold_inherited(const struct node *n, void *arg)
+{
+	(void)arg;
+	if (n->type == S_IFREG && n->kind == NODE_MIRROR)
+		atomic_store(&((struct node *)n)->snapshot_held, true);
+}
+
+void snapshot_inherited(void)
+{
+	node_for_each(hold_inherited, NULL);
+}
