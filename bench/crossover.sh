@@ -58,7 +58,17 @@ if ((${#missing[@]})); then
 fi
 
 # ---- cleanup: exporters, thread holders, sleeper, mounts, daemons, sysctls — on any exit
-ARMS=(proc on off) # /proc, procfast over io_uring, procfast over /dev/fuse
+# /proc, procfast over io_uring, over /dev/fuse, and with -o snapshot over each (where the
+# kernel has FUSE passthrough, 6.9+; SNAPSHOT=0 leaves them out)
+FUSE_ARMS=(on off)
+passthrough_kernel() { # FUSE passthrough: Linux 6.9
+	local v maj min
+	v=$(uname -r) && v=${v%%-*} && maj=${v%%.*} && min=${v#*.} && min=${min%%.*}
+	((maj > 6 || (maj == 6 && min >= 9)))
+}
+[[ ${SNAPSHOT:-1} == 1 ]] && passthrough_kernel && FUSE_ARMS+=(snap_on snap_off)
+ARMS=(proc "${FUSE_ARMS[@]}")
+declare -A OPTS=([on]=uring=on [off]=uring=off [snap_on]=uring=on,snapshot [snap_off]=uring=off,snapshot)
 declare -A MNT=([proc]=/proc) DAEMON=() NE=() PORT=() TRANSPORT=()
 HOLDERS=() SPID=''
 PID_MAX=$(cat /proc/sys/kernel/pid_max) THREADS_MAX=$(cat /proc/sys/kernel/threads-max)
@@ -84,7 +94,7 @@ cleanup() {
 	local a
 	for a in "${!NE[@]}"; do stop_pid "${NE[$a]}"; done
 	stop_holders; stop_pid "$SPID"
-	for a in on off; do stop_fuse "$a"; done
+	for a in "${FUSE_ARMS[@]}"; do stop_fuse "$a"; done
 	[[ -n $URING_WAS ]] && echo "$URING_WAS" >"$URING_PARAM"
 	echo "$PID_MAX" >/proc/sys/kernel/pid_max
 	echo "$THREADS_MAX" >/proc/sys/kernel/threads-max
@@ -106,11 +116,11 @@ PROCFAST=${PROCFAST_GIVEN:-$B/procfast}
 H=$B/tests
 
 # ---- the arms
-start_fuse() { # ARM URING: procfast -f -o uring=URING on $WORK/ARM, waits for the mount
+start_fuse() { # ARM: procfast -f -o OPTS[ARM] on $WORK/ARM, waits for the mount
 	local arm=$1
 	MNT[$arm]=$WORK/$arm
 	mkdir -p "${MNT[$arm]}"
-	"$PROCFAST" -f -o "uring=$2" "${MNT[$arm]}" >"$WORK/$arm.log" 2>&1 </dev/null &
+	"$PROCFAST" -f -o "${OPTS[$arm]}" "${MNT[$arm]}" >"$WORK/$arm.log" 2>&1 </dev/null &
 	DAEMON[$arm]=$!
 	for _ in $(seq 100); do
 		mountpoint -q "${MNT[$arm]}" && [[ -e ${MNT[$arm]}/1/stat ]] && return 0
@@ -235,7 +245,7 @@ measure() {
 			done
 		done
 	done
-	for arm in on off; do # a daemon that died makes every later figure meaningless
+	for arm in "${FUSE_ARMS[@]}"; do # a daemon that died makes every later figure meaningless
 		kill -0 "${DAEMON[$arm]}" 2>/dev/null && continue
 		echo "crossover.sh: procfast ($arm) died; log:" >&2; tail -20 "$WORK/$arm.log" >&2; exit 1
 	done
@@ -250,12 +260,12 @@ echo "$((PID_MAX > 4194304 ? PID_MAX : 4194304))" >/proc/sys/kernel/pid_max
 ((THREADS_MAX >= MAXN + 100000)) || echo $((MAXN + 100000)) >/proc/sys/kernel/threads-max
 URING_WAS=$(cat "$URING_PARAM")
 echo Y >"$URING_PARAM"
-start_fuse on on
-start_fuse off off
-for arm in on off; do
+for arm in "${FUSE_ARMS[@]}"; do
+	start_fuse "$arm"
 	grep -q "serving through io_uring" "$WORK/$arm.log" && TRANSPORT[$arm]="io_uring" || TRANSPORT[$arm]="/dev/fuse"
+	[[ $arm == snap_* ]] && TRANSPORT[$arm]+=", -o snapshot"
 done
-mapfile -t DPIDS < <(tree_pids "${DAEMON[on]}" "${DAEMON[off]}")
+mapfile -t DPIDS < <(for arm in "${FUSE_ARMS[@]}"; do tree_pids "${DAEMON[$arm]}"; done)
 mapfile -t DSTAT < <(printf '/proc/%s/stat\n' "${DPIDS[@]}")
 for arm in "${ARMS[@]}"; do start_exporter "$arm"; done
 sleep 3600 >/dev/null 2>&1 & SPID=$! # what `pgrep -x sleep` finds
@@ -287,7 +297,7 @@ ELAPSED=$((SECONDS - T_START))
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 for arm in "${!NE[@]}"; do stop_pid "${NE[$arm]}"; done
 NE=()
-DLOG=$(for arm in on off; do grep -v -e 'serving' -e '^$' "$WORK/$arm.log" | sort | uniq -c | sort -rn | head -3 | sed "s/^/    $arm: /"; done)
+DLOG=$(for arm in "${FUSE_ARMS[@]}"; do grep -v -e 'serving' -e '^$' "$WORK/$arm.log" | sort | uniq -c | sort -rn | head -3 | sed "s/^/    $arm: /"; done)
 
 # ---- report
 label() { case $1 in scrape) echo "node_exporter scrape" ;; htop) echo "htop (first screen)" ;; *) echo "\`$1\`" ;; esac; }
@@ -332,12 +342,12 @@ table() { # SHAPE ARM
 summary() {
 	local tool shape arm line
 	line="| tool |"
-	for shape in "${SHAPE_LIST[@]}"; do for arm in on off; do line+=" $shape, ${TRANSPORT[$arm]} |"; done; done
+	for shape in "${SHAPE_LIST[@]}"; do for arm in "${FUSE_ARMS[@]}"; do line+=" $shape, ${TRANSPORT[$arm]} |"; done; done
 	echo "$line"
-	echo "|---|$(for _ in "${SHAPE_LIST[@]}"; do printf -- '---|---|'; done)"
+	echo "|---|$(for _ in "${SHAPE_LIST[@]}"; do for _ in "${FUSE_ARMS[@]}"; do printf -- '---|'; done; done)"
 	for tool in "${TOOL_LIST[@]}"; do
 		line="| $(label "$tool") |"
-		for shape in "${SHAPE_LIST[@]}"; do for arm in on off; do line+=" $(cross "$shape" "$arm" "$tool") |"; done; done
+		for shape in "${SHAPE_LIST[@]}"; do for arm in "${FUSE_ARMS[@]}"; do line+=" $(cross "$shape" "$arm" "$tool") |"; done; done
 		echo "$line"
 	done
 }
@@ -356,7 +366,7 @@ bad() {
 }
 BUILD="Release build of this tree ($(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- fs cache CMakeLists.txt || echo ', with uncommitted changes')) in the scratch directory"
 [[ -n $PROCFAST_GIVEN ]] && BUILD="\`$PROCFAST_GIVEN\` (build type: $(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$(dirname "$PROCFAST_GIVEN")/CMakeCache.txt" 2>/dev/null || echo unknown))"
-tables=$(for shape in "${SHAPE_LIST[@]}"; do for arm in on off; do
+tables=$(for shape in "${SHAPE_LIST[@]}"; do for arm in "${FUSE_ARMS[@]}"; do
 	case $shape in
 	one) d="one process holding all N threads (\`build/tests/threads N --hold\`)" ;;
 	*) d="$SPREAD processes of N/$SPREAD threads each" ;;
@@ -370,9 +380,9 @@ section=$(cat <<EOF
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), $((ELAPSED / 60)) min $((ELAPSED % 60)) s;
 kernel $(uname -r), $(nproc) CPUs; load average $LOAD0 before, $LOAD1 after; other procfast
-processes at start: $OTHERS (the machine was shared). procfast: $BUILD; two daemons serving at
-once, \`procfast -f -o uring=on\` (${TRANSPORT[on]}, enable_uring set Y for the run and restored)
-and \`procfast -f -o uring=off\` (${TRANSPORT[off]}). $PROCS0 processes at start, besides the threads.
+processes at start: $OTHERS (the machine was shared). procfast: $BUILD; ${#FUSE_ARMS[@]} daemons serving at
+once, $(for arm in "${FUSE_ARMS[@]}"; do printf '`procfast -f -o %s` (%s); ' "${OPTS[$arm]}" "${TRANSPORT[$arm]}"; done)enable_uring set Y
+for the run and restored. $PROCS0 processes at start, besides the threads.
 Each tool: \`unshare -m --propagation private sh -c 'mount --bind SRC /proc && exec CMD'\`, output to
 /dev/null, wall clock; htop: \`printf q | script -qec htop /dev/null\` in that namespace (htop
 $(htop --version 2>/dev/null | awk '{print $2}') has no batch mode: it scans twice, draws its first screen, reads the q and quits);
@@ -390,6 +400,7 @@ $tables
 $(summary)
 
 Targets (issue 24): the crossover for \`ps -ef\` at ≤ 30,000 threads over io_uring, ≤ 60,000 over /dev/fuse.
+With \`-o snapshot\`: idle host \`ps -ef\` ≤ 1.4×, scrape ≤ 1.2×; beside 100,000 threads \`ps -ef\` ≤ 0.7×.
 Failed runs and notes:
 $(bad)
 Daemons' stderr, besides the serving line (most frequent first):

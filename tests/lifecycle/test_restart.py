@@ -642,6 +642,15 @@ def running(pid):
         return False
 
 
+def parent_of(pid):
+    """pid's parent, or None once pid is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().split(") ")[1].split()[1])
+    except FileNotFoundError:
+        return None
+
+
 def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
     """A daemon started in the background (no -f) upgrades under its pid too: the new
     binary does not go to the background again, which would fork."""
@@ -653,9 +662,10 @@ def test_an_upgrade_in_the_background_keeps_its_pid(tmp_path):
     try:
         out = subprocess.run(["pgrep", "-f", "^%s %s$" % (exe, path)], capture_output=True,
                              text=True).stdout.split()
-        pids = [int(p) for p in out if not is_ns_helper(int(p))]
-        supervisor = [p for p in pids
-                      if int(open("/proc/%d/stat" % p).read().split(") ")[1].split()[1]) not in pids]
+        # a process pgrep saw may be gone by now (a helper of the daemon's that ended)
+        parents = {p: parent_of(p) for p in (int(p) for p in out) if not is_ns_helper(p)}
+        pids = [p for p, parent in parents.items() if parent is not None]
+        supervisor = [p for p in pids if parents[p] not in pids]
         assert len(supervisor) == 1, pids
         subprocess.run(["cp", BIN, str(exe) + ".new"], check=True)
         os.rename(str(exe) + ".new", str(exe))
