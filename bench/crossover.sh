@@ -235,8 +235,8 @@ measure() {
 			fi
 		done
 		for ((r = 0; r < ROUNDS; r++)); do
-			for ((k = 0; k < 3; k++)); do # rotate which arm goes first
-				arm=${ARMS[(r + k) % 3]}
+			for ((k = 0; k < ${#ARMS[@]}; k++)); do # rotate which arm goes first
+				arm=${ARMS[(r + k) % ${#ARMS[@]}]}
 				[[ -z ${DROP[$shape|$tool|$arm]:-} ]] || continue
 				[[ $tool == scrape ]] && exporter_alive "$arm"
 				t=$(timed "$arm" "$tool")
