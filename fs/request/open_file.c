@@ -10,10 +10,10 @@
 
 #include "fs/caller/source_op.h"
 #include "fs/entries/name_class.h"
-#include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/settings.h"
 #include "fs/request/file_size.h"
 #include "fs/request/node_life.h"
+#include "fs/request/snapshot_pool.h"
 
 static int writes(int flags)
 {
@@ -112,7 +112,7 @@ void open_file_close(struct node *n, struct open_file *of)
 {
 	/* the kernel let the inode's backing file go before it sent RELEASE */
 	if (of->snapshot_id) {
-		passthrough_unregister(of->snapshot_id);
+		snapshot_pool_release(of->snapshot_id);
 		atomic_store(&n->snapshot_held, false);
 	}
 	file_size_released(n);

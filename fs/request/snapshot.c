@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "fs/lib/cleanup.h"
 #include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/settings.h"
+#include "fs/request/snapshot_pool.h"
 
 #define SNAPSHOT_MAX (4 << 20)
 #define CHUNK (64 << 10)
@@ -40,23 +40,22 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* The opener's text from offset 0 to its end, into a new memfd: the fd, or
- * -1 where the exact path must serve. */
-static int make(struct request *rq, struct open_file *of, snapshot_read_fn read)
+/* The opener's text from offset 0 to its end, into fd: 0, or -1 where the
+ * exact path must serve. */
+static int make(struct request *rq, struct open_file *of, snapshot_read_fn read, int fd)
 {
 	__do_free char *buf = malloc(CHUNK);
-	__do_close int fd = memfd_create("procfast-snapshot", MFD_CLOEXEC);
 	off_t off = 0;
 	ssize_t got;
 
-	if (!buf || fd < 0)
+	if (!buf)
 		return -1;
 	while ((got = read(rq, of, buf, CHUNK, off)) > 0) {
 		if (off + got > SNAPSHOT_MAX || write_all(fd, buf, (size_t)got))
 			return -1;
 		off += got;
 	}
-	return got < 0 ? -1 : move_fd(&fd);
+	return got < 0 ? -1 : 0;
 }
 
 static int contended(const struct node *n)
@@ -83,9 +82,11 @@ int snapshot_take(struct request *rq, struct open_file *of, int flags, snapshot_
 		atomic_store(&n->snapshot_held, false);
 		return 0;
 	}
-	__do_close int fd = make(rq, of, read);
+	__do_close int fd = snapshot_pool_take(&id);
 
-	if (fd < 0 || (id = passthrough_register(fd)) < 0) {
+	if (fd < 0 || make(rq, of, read, fd)) {
+		if (fd >= 0) /* it holds part of a text: never another's */
+			passthrough_unregister(id);
 		atomic_store(&n->snapshot_held, false);
 		return 0;
 	}
