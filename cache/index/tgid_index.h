@@ -11,7 +11,8 @@
  * "exited" instead, and an exited pid is listed only while the source still
  * has it; the writer unmarks it once the source has not.
  *
- * Writers: one thread at a time (the event listener, or a scan holding the
+ * Writers: one thread at a time (the event listener or a lister applying
+ * events, both under proc_events.c's index lock, or a scan holding the
  * fallback lock). Readers: any thread, no lock.
  */
 #ifndef PROCFAST_TGID_INDEX_H
