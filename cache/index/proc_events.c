@@ -40,6 +40,7 @@ struct listen_filtered {
 #define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
 			 * listener costs forking processes more than its events do */
 #define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
+#define SWEEP_CHUNK 64  /* exited pids swept per hold of the index lock */
 
 static int sock = -1;
 static int stop_fd = -1;
@@ -589,9 +590,13 @@ void proc_events_sweep(void)
 	/* as before the timers had a thread of their own: with events only */
 	if (sock < 0 || !running)
 		return;
-	pthread_mutex_lock(&index_lock);
-	tgid_index_sweep();
-	pthread_mutex_unlock(&index_lock);
+	/* A few exited pids per hold of the lock: after a fork storm thousands
+	 * wait, each a look at the source, and listers take this lock. */
+	for (int64_t from = 0; from >= 0;) {
+		pthread_mutex_lock(&index_lock);
+		from = tgid_index_sweep((uint32_t)from, SWEEP_CHUNK);
+		pthread_mutex_unlock(&index_lock);
+	}
 }
 
 int proc_events_run(void)
