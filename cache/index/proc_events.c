@@ -40,6 +40,7 @@ struct listen_filtered {
 #define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
 			 * listener costs forking processes more than its events do */
 #define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
+#define SWEEP_CHUNK 64  /* exited pids swept per hold of the index lock */
 
 static int sock = -1;
 static int stop_fd = -1;
@@ -385,18 +386,37 @@ static void on_event(const struct proc_msg *m)
 #define RECV_BATCH 64
 #define RECV_SIZE 512
 
-static void apply_datagram(const char *buf, size_t len)
+/* Applies one datagram; returns the newest stamp in it (0 when none). */
+static uint64_t apply_datagram(const char *buf, size_t len)
 {
 	struct proc_msg m;
+	uint64_t newest = 0;
 
-	for (size_t off = 0; proc_msg_next(buf, len, &off, &m);)
+	for (size_t off = 0; proc_msg_next(buf, len, &off, &m);) {
 		if (m.stamp_ns >= scan_began_ns)
 			on_event(&m);
+		if (m.stamp_ns > newest)
+			newest = m.stamp_ns;
+	}
+	return newest;
 }
 
-/* Reads and applies everything queued; returns -1 when the socket broke.
- * Called from the listener thread only (the buffers are its own). */
-static int drain(void)
+/* What drain() ended on. */
+enum drained {
+	DRAINED,        /* read empty, or up to an event sent after `until` */
+	DRAIN_RESCAN,   /* a rescan is due, and the drain is a lister's: the listener's */
+	DRAIN_BROKEN,   /* the socket broke */
+};
+
+/* Reads and applies the queued events, with index_lock held (the buffers and
+ * the loss state are its). The listener reads until the socket is empty and
+ * makes the rescan a loss asks for. A lister (listener = 0) stops at the
+ * first event stamped at or after `until`, the moment its listing began:
+ * that event was queued after the listing began, so every event queued
+ * before it is read by then (the socket is a queue), and a fork storm cannot
+ * keep it reading. It leaves a rescan to the listener: the scan reads the
+ * source as the daemon, and a lister acts as its caller. */
+static enum drained drain(int listener, uint64_t until)
 {
 	static char bufs[RECV_BATCH][RECV_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
 	static struct mmsghdr msgs[RECV_BATCH];
@@ -407,8 +427,12 @@ static int drain(void)
 		msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
 	}
 	for (;;) {
-		int n = recvmmsg(sock, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
+		uint64_t newest;
+		int n;
 
+		if (rescan_pending && !listener)
+			return DRAIN_RESCAN;
+		n = recvmmsg(sock, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0 && errno == ENOBUFS) {
 			note_loss();
 			continue;
@@ -417,24 +441,43 @@ static int drain(void)
 			rescan_pending = 0;
 			rescan();
 			queue_notice(NOTICE_LOST, 0, 0);
-			return 0;
+			return DRAINED;
 		}
 		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		for (int i = 0; i < n; i++)
-			apply_datagram(bufs[i], msgs[i].msg_len < RECV_SIZE ? msgs[i].msg_len : RECV_SIZE);
+			return errno == EAGAIN || errno == EINTR ? DRAINED : DRAIN_BROKEN;
+		newest = 0;
+		for (int i = 0; i < n; i++) {
+			uint64_t s = apply_datagram(bufs[i], msgs[i].msg_len < RECV_SIZE ? msgs[i].msg_len
+											 : RECV_SIZE);
+			if (s > newest)
+				newest = s;
+		}
+		if (!listener && newest >= until)
+			return DRAINED;
 	}
 }
 
-/* Listings wait for queued events to be applied (proc_events_sync): every
- * process that exists for the caller has its FORK event queued already, so
- * a listing never misses it. Either events sit in the socket or "applying"
- * is set until they are in the index. */
+/* A listing applies the events queued before it began (proc_events_sync):
+ * every process that exists for the caller has its FORK event queued by
+ * then, so a listing never misses it, and a process whose EXIT is queued is
+ * checked against the source. The lister applies them itself, under the lock
+ * the listener applies its batches with: waiting for the listener instead
+ * cost each listing after a fork (the lister's own, say) a wake-up of that
+ * thread and a context switch or two, most of a cold listing on a small
+ * machine. Only a rescan after a loss is left to the listener, which the
+ * lister then kicks and waits for. "applying" is set while the listener has
+ * events read and not yet in the index. */
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
 static unsigned long applied_batches; /* under sync_lock */
 static _Atomic int applying;
 static int kick_fd = -1;
+
+/* A batch, a lister's drain and a sweep of the index (from the timers'
+ * thread) exclude each other: the index has one writer at a time, the drain's
+ * buffers and the loss state are shared, and the sweep unmarks exited pids a
+ * batch may mark again. */
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int events_pending(void)
 {
@@ -443,17 +486,12 @@ static int events_pending(void)
 	return atomic_load(&applying) || poll(&p, 1, 0) > 0;
 }
 
-void proc_events_sync(void)
+/* The listener's way, for a rescan: kick it and wait for its batches until
+ * nothing is queued. */
+static void wait_for_listener(const struct timespec *deadline)
 {
-	struct timespec deadline;
 	uint64_t one = 1;
 
-	if (!running || !events_pending())
-		return;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_nsec += SYNC_WAIT_MS * 1000000L;
-	deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-	deadline.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&sync_lock);
 	while (events_pending()) {
 		unsigned long target = applied_batches + 1;
@@ -461,11 +499,36 @@ void proc_events_sync(void)
 		if (write(kick_fd, &one, sizeof(one)) < 0)
 			break;
 		while (applied_batches < target)
-			if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline))
+			if (pthread_cond_timedwait(&sync_cond, &sync_lock, deadline))
 				goto out; /* a stuck listener must not stop listings */
 	}
 out:
 	pthread_mutex_unlock(&sync_lock);
+}
+
+void proc_events_sync(void)
+{
+	struct timespec deadline;
+	uint64_t began;
+	enum drained r = DRAINED;
+
+	if (!running || !events_pending())
+		return;
+	began = stamp_clock_ns();
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_nsec += SYNC_WAIT_MS * 1000000L;
+	deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+	deadline.tv_nsec %= 1000000000L;
+	/* The listener holds the lock while it applies a batch (then the events
+	 * are in the index when the lock is ours), and never for long unless it
+	 * is stuck: a stuck listener must not stop listings. */
+	if (pthread_mutex_timedlock(&index_lock, &deadline))
+		return;
+	if (running)
+		r = drain(0, began);
+	pthread_mutex_unlock(&index_lock);
+	if (r == DRAIN_RESCAN)
+		wait_for_listener(&deadline);
 }
 
 /* Waking for every event would cost forking processes a context switch
@@ -478,24 +541,20 @@ static void batch_pause(void)
 	poll(&p, 1, BATCH_MS);
 }
 
-/* A batch and a sweep of the index (from the timers' thread) exclude each
- * other: the sweep unmarks exited pids the batch may mark again. */
-static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static int apply_batch(void)
 {
-	int r;
+	enum drained r;
 
 	pthread_mutex_lock(&index_lock);
 	atomic_store(&applying, 1);
-	r = drain();
+	r = drain(1, 0);
 	atomic_store(&applying, 0);
 	pthread_mutex_unlock(&index_lock);
 	pthread_mutex_lock(&sync_lock);
 	applied_batches++;
 	pthread_cond_broadcast(&sync_cond);
 	pthread_mutex_unlock(&sync_lock);
-	return r;
+	return r == DRAIN_BROKEN ? -1 : 0;
 }
 
 static void *listen_loop(void *unused)
@@ -531,9 +590,13 @@ void proc_events_sweep(void)
 	/* as before the timers had a thread of their own: with events only */
 	if (sock < 0 || !running)
 		return;
-	pthread_mutex_lock(&index_lock);
-	tgid_index_sweep();
-	pthread_mutex_unlock(&index_lock);
+	/* A few exited pids per hold of the lock: after a fork storm thousands
+	 * wait, each a look at the source, and listers take this lock. */
+	for (int64_t from = 0; from >= 0;) {
+		pthread_mutex_lock(&index_lock);
+		from = tgid_index_sweep((uint32_t)from, SWEEP_CHUNK);
+		pthread_mutex_unlock(&index_lock);
+	}
 }
 
 int proc_events_run(void)
@@ -578,7 +641,10 @@ void proc_events_stop(void)
 	if (running) {
 		uint64_t one = 1;
 
+		/* under the lock: a lister draining the socket is done with it */
+		pthread_mutex_lock(&index_lock);
 		running = 0;
+		pthread_mutex_unlock(&index_lock);
 		if (write(stop_fd, &one, sizeof(one)) < 0)
 			log_err("cannot stop the event listener: %s", strerror(errno));
 		pthread_join(thread, NULL);

@@ -54,9 +54,11 @@ void proc_events_stop(void);
  * has (a timer, fs/daemon/timers.c), while the listener runs. */
 void proc_events_sweep(void);
 
-/* Applies the events queued so far before a listing is served, so that
- * every process that exists for the caller is in the index. Cheap (one
- * poll) when nothing is queued; never waits more than a few tens of ms. */
+/* Applies the events queued before a listing began, in the lister's own
+ * thread, so that every process that exists for the caller is in the index
+ * and an exit queued is known. Cheap (one poll) when nothing is queued; a
+ * rescan after lost events is the listener's, waited for; never waits more
+ * than a few tens of ms (a stuck listener). */
 void proc_events_sync(void);
 
 #endif

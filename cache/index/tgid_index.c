@@ -126,11 +126,14 @@ int tgid_index_resync(void)
 	return 0;
 }
 
-void tgid_index_sweep(void)
+int64_t tgid_index_sweep(uint32_t from, unsigned max)
 {
-	for (int64_t p = hbitmap_next(&exited, 0); p >= 0; p = hbitmap_next(&exited, (uint32_t)p + 1))
+	int64_t p;
+
+	for (p = hbitmap_next(&exited, from); p >= 0 && max--; p = hbitmap_next(&exited, (uint32_t)p + 1))
 		if (!source_has((uint32_t)p))
 			unmark((pid_t)p);
+	return p;
 }
 
 int64_t tgid_index_next(uint32_t from)

@@ -11,7 +11,8 @@
  * "exited" instead, and an exited pid is listed only while the source still
  * has it; the writer unmarks it once the source has not.
  *
- * Writers: one thread at a time (the event listener, or a scan holding the
+ * Writers: one thread at a time (the event listener or a lister applying
+ * events, both under proc_events.c's index lock, or a scan holding the
  * fallback lock). Readers: any thread, no lock.
  */
 #ifndef PROCFAST_TGID_INDEX_H
@@ -27,7 +28,9 @@ void tgid_index_init(int srcfd);
 void tgid_index_mark(pid_t tgid);      /* also clears "exited" (exec) */
 void tgid_index_exited(pid_t tgid);
 int tgid_index_resync(void);           /* one scan of the source root */
-void tgid_index_sweep(void);           /* unmark exited pids the source no longer has */
+/* Unmarks exited pids the source no longer has, at most max of them from
+ * pid `from` on; returns the pid to go on from, or -1 at the end. */
+int64_t tgid_index_sweep(uint32_t from, unsigned max);
 
 /* Reader side. The first listable leader >= from, or -1. */
 int64_t tgid_index_next(uint32_t from);

@@ -364,6 +364,73 @@ def test_fallback_mode(mount_with, threads):
     assert t.pid in listed and not listed & tids_of(t.pid)
 
 
+# ---- a listing applies the events queued before it, in its own thread
+
+class ListenerStopped(ThreadsStopped):
+    """The daemon's event listener (pf-events) stopped in its poll: between two batches,
+    holding nothing a listing takes (a batch holds the index lock)."""
+    IN_POLL = ("7", "219")  # poll, or its restart after the stop (x86_64)
+
+    def __init__(self, pid):
+        super().__init__(pid, ["pf-events"])
+        self.pid = pid
+
+    def __enter__(self):
+        for _ in range(100):
+            super().__enter__()
+            with open("/proc/%d/task/%d/syscall" % (self.pid, self.tids[0])) as f:
+                if f.read().split()[0] in self.IN_POLL:
+                    return self
+            super().__exit__(None, None, None)
+        pytest.fail("the listener never stopped in its poll")
+
+
+def test_listing_applies_queued_events_itself(mount_with):
+    """The listener stopped: each new process is in the first listing after its fork, and
+    once killed and reaped it is not in the next. The listing applied the FORK and EXIT
+    events queued before it without the listener (which it used to kick and wait for,
+    50 ms at most, then listing without them)."""
+    m = mount_with()
+    with ListenerStopped(m.server_pid()):
+        for _ in range(20):
+            s = subprocess.Popen(["sleep", "600"])
+            try:
+                assert s.pid in pids_of(m.path), "pid %d, forked before the listing, missing" % s.pid
+            finally:
+                s.kill()
+                s.wait()
+            assert s.pid not in pids_of(m.path), "pid %d listed after it was reaped" % s.pid
+
+
+@pytest.fixture
+def thread_churn():
+    """Threads (build/tests/threadchurn) and processes (forker) started and ended until
+    the test ends: tens of thousands of events a second."""
+    procs = [subprocess.Popen([helper("threadchurn"), "0"], stdout=subprocess.DEVNULL),
+             subprocess.Popen([helper("forker"), "0"], stdout=subprocess.DEVNULL)]
+    yield procs[0].pid
+    stop_all(procs)
+
+
+def test_listing_under_thread_churn(mnt, thread_churn):
+    """While threads and processes start and end all the time, 200 times: a process
+    forked just before a listing is in it, one reaped just before is not, and no
+    thread id of the churner is ever listed."""
+    for _ in range(200):
+        s = subprocess.Popen(["sleep", "600"])
+        try:
+            listed = pids_of(mnt.path)
+        finally:
+            s.kill()
+            s.wait()
+        assert s.pid in listed, "pid %d, forked before the listing, missing" % s.pid
+        assert thread_churn in listed
+        after = pids_of(mnt.path)
+        assert s.pid not in after, "pid %d listed after it was reaped" % s.pid
+        threads_listed = (listed | after) & tids_of(thread_churn)
+        assert not threads_listed, "thread ids listed: %s" % sorted(threads_listed)[:10]
+
+
 # ---- exited processes stop being listed once reaped
 
 @pytest.mark.parametrize("options,lifetime", [((), 0.0), (("events=off", "scan_lifetime=300"), 0.3)],
