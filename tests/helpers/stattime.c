@@ -42,9 +42,13 @@ int main(int argc, char **argv)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			if (!(paths = realloc(paths, cap * sizeof(*paths))))
+			void *more = realloc(paths, (cap = cap ? cap * 2 : 256) * sizeof(*paths));
+
+			if (!more) {
+				free(paths);
 				return 1;
+			}
+			paths = more;
 		}
 		snprintf(paths[n++], sizeof(*paths), "%s/%s/%s", argv[1], de->d_name, file);
 	}
