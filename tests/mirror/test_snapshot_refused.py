@@ -12,7 +12,7 @@ from lib.kernel import has_fuse_passthrough
 
 def test_snapshot_refused_without_passthrough():
     options = "snapshot" if not has_fuse_passthrough() else "snapshot,without=passthrough"
-    why = ("no FUSE passthrough (Linux 6.9 or later)" if not has_fuse_passthrough()
+    why = ("this kernel has no FUSE passthrough (Linux 6.9 or later)" if not has_fuse_passthrough()
            else "taken away by without=passthrough")
     target = tempfile.mkdtemp(prefix="procfast-snapshot-refused-")
     try:
