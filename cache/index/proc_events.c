@@ -25,6 +25,7 @@
 #include "cache/nodes/node.h"
 #include "fs/lib/clock.h"
 #include "fs/lib/log.h"
+#include "fs/lib/procfile.h"
 
 /* struct proc_input of Linux 6.6+, spelled out for older headers. */
 struct listen_filtered {
@@ -39,7 +40,9 @@ struct listen_filtered {
 #define IDLE_WAKE_MS 1000
 #define BATCH_MS 20     /* how long events gather after a batch: each wakeup of the
 			 * listener costs forking processes more than its events do */
-#define SYNC_WAIT_MS 50 /* the longest a listing waits for the listener */
+#define SYNC_WAIT_MS 50 /* how often a listing waiting for the index lock looks
+			 * whether its holder is stopped; the longest it waits
+			 * for a rescan */
 #define SWEEP_CHUNK 64  /* exited pids swept per hold of the index lock */
 
 static int sock = -1;
@@ -478,6 +481,54 @@ static int kick_fd = -1;
  * buffers and the loss state are shared, and the sweep unmarks exited pids a
  * batch may mark again. */
 static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic pid_t index_holder; /* the thread holding it, 0 if none */
+
+/* SYNC_WAIT_MS from now, for the timed waits */
+static struct timespec sync_deadline(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += SYNC_WAIT_MS * 1000000L;
+	t.tv_sec += t.tv_nsec / 1000000000L;
+	t.tv_nsec %= 1000000000L;
+	return t;
+}
+
+static void index_lock_take(void)
+{
+	pthread_mutex_lock(&index_lock);
+	atomic_store(&index_holder, gettid());
+}
+
+static void index_lock_drop(void)
+{
+	atomic_store(&index_holder, 0);
+	pthread_mutex_unlock(&index_lock);
+}
+
+/* A lister waits for the lock as long as its holder runs: a batch or a
+ * chunk of the sweep always ends, however long a starved machine takes to
+ * run it (a lister that gave up after a fixed time listed a reaped process).
+ * Only a holder stopped by ptrace or a signal never gives it back: the lister
+ * then lists without the queued events, as the index stood. */
+static int index_lock_for_listing(void)
+{
+	for (;;) {
+		struct timespec deadline = sync_deadline();
+		pid_t holder;
+
+		if (!pthread_mutex_timedlock(&index_lock, &deadline)) {
+			atomic_store(&index_holder, gettid());
+			return 0;
+		}
+		holder = atomic_load(&index_holder);
+		if (holder && procfile_own_thread_stopped(holder)) {
+			log_debug("listing without the queued events: thread %d holds the index, stopped", holder);
+			return -1;
+		}
+	}
+}
 
 static int events_pending(void)
 {
@@ -487,9 +538,12 @@ static int events_pending(void)
 }
 
 /* The listener's way, for a rescan: kick it and wait for its batches until
- * nothing is queued. */
-static void wait_for_listener(const struct timespec *deadline)
+ * nothing is queued, SYNC_WAIT_MS at most. Unlike the lock, this wait is
+ * bounded by time: after a loss a fork storm can keep the queue full as long
+ * as it lasts, and the listing is as good as the rescan anyway. */
+static void wait_for_listener(void)
 {
+	struct timespec deadline = sync_deadline();
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&sync_lock);
@@ -499,8 +553,8 @@ static void wait_for_listener(const struct timespec *deadline)
 		if (write(kick_fd, &one, sizeof(one)) < 0)
 			break;
 		while (applied_batches < target)
-			if (pthread_cond_timedwait(&sync_cond, &sync_lock, deadline))
-				goto out; /* a stuck listener must not stop listings */
+			if (pthread_cond_timedwait(&sync_cond, &sync_lock, &deadline))
+				goto out;
 	}
 out:
 	pthread_mutex_unlock(&sync_lock);
@@ -508,27 +562,21 @@ out:
 
 void proc_events_sync(void)
 {
-	struct timespec deadline;
 	uint64_t began;
 	enum drained r = DRAINED;
 
 	if (!running || !events_pending())
 		return;
 	began = stamp_clock_ns();
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_nsec += SYNC_WAIT_MS * 1000000L;
-	deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-	deadline.tv_nsec %= 1000000000L;
-	/* The listener holds the lock while it applies a batch (then the events
-	 * are in the index when the lock is ours), and never for long unless it
-	 * is stuck: a stuck listener must not stop listings. */
-	if (pthread_mutex_timedlock(&index_lock, &deadline))
+	/* The listener holds the lock while it applies a batch: then the events
+	 * are in the index when the lock is ours. */
+	if (index_lock_for_listing())
 		return;
 	if (running)
 		r = drain(0, began);
-	pthread_mutex_unlock(&index_lock);
+	index_lock_drop();
 	if (r == DRAIN_RESCAN)
-		wait_for_listener(&deadline);
+		wait_for_listener();
 }
 
 /* Waking for every event would cost forking processes a context switch
@@ -545,11 +593,11 @@ static int apply_batch(void)
 {
 	enum drained r;
 
-	pthread_mutex_lock(&index_lock);
+	index_lock_take();
 	atomic_store(&applying, 1);
 	r = drain(1, 0);
 	atomic_store(&applying, 0);
-	pthread_mutex_unlock(&index_lock);
+	index_lock_drop();
 	pthread_mutex_lock(&sync_lock);
 	applied_batches++;
 	pthread_cond_broadcast(&sync_cond);
@@ -593,9 +641,9 @@ void proc_events_sweep(void)
 	/* A few exited pids per hold of the lock: after a fork storm thousands
 	 * wait, each a look at the source, and listers take this lock. */
 	for (int64_t from = 0; from >= 0;) {
-		pthread_mutex_lock(&index_lock);
+		index_lock_take();
 		from = tgid_index_sweep((uint32_t)from, SWEEP_CHUNK);
-		pthread_mutex_unlock(&index_lock);
+		index_lock_drop();
 	}
 }
 
@@ -642,9 +690,9 @@ void proc_events_stop(void)
 		uint64_t one = 1;
 
 		/* under the lock: a lister draining the socket is done with it */
-		pthread_mutex_lock(&index_lock);
+		index_lock_take();
 		running = 0;
-		pthread_mutex_unlock(&index_lock);
+		index_lock_drop();
 		if (write(stop_fd, &one, sizeof(one)) < 0)
 			log_err("cannot stop the event listener: %s", strerror(errno));
 		pthread_join(thread, NULL);

@@ -36,6 +36,17 @@ ssize_t procfile_task_read(int procfs_fd, pid_t pid, const char *name, char *buf
 	return read_path(procfs_fd, path, buf, len);
 }
 
+int procfile_own_thread_stopped(pid_t tid)
+{
+	char path[64], buf[512];
+	const char *state;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (read_path(AT_FDCWD, path, buf, sizeof(buf)) <= 0 || !(state = strrchr(buf, ')')))
+		return 0;
+	return state[1] == ' ' && (state[2] == 't' || state[2] == 'T');
+}
+
 pid_t procfile_tgid(int procfs_fd, pid_t pid)
 {
 	char buf[1024];

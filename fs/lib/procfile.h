@@ -21,6 +21,11 @@ ssize_t procfile_read(int procfs_fd, pid_t pid, const char *name, char *buf, siz
  * flags and start time at O(1). */
 ssize_t procfile_task_read(int procfs_fd, pid_t pid, const char *name, char *buf, size_t len);
 
+/* Whether the daemon's own thread tid is stopped (ptrace, SIGSTOP): only
+ * something outside the daemon resumes it, so a lock it holds is not given
+ * back by waiting. */
+int procfile_own_thread_stopped(pid_t tid);
+
 /* The "Tgid:" of PID/status, or 0. */
 pid_t procfile_tgid(int procfs_fd, pid_t pid);
 
