@@ -127,6 +127,46 @@ static int id_of(const char *task, enum reader_ns_kind kind, struct ctx_id *id)
 	return 0;
 }
 
+/* What one request learnt of its caller's namespaces (reader_ns_request):
+ * its share (fair.c), its capabilities' namespace (caller.c) and the kinds
+ * entered for it ask the same links, and a caller waiting for its request
+ * cannot change them (setns and unshare act on the calling thread). Its
+ * root is asked afresh: a thread sharing the caller's fs may chroot. */
+static __thread struct {
+	int active;
+	pid_t tid;
+	unsigned known; /* RNS bits */
+	uint64_t ino[RNS_KINDS];
+} asked;
+
+void reader_ns_request(int begins)
+{
+	asked.active = begins;
+	asked.known = 0;
+}
+
+static int task_id(pid_t tid, enum reader_ns_kind kind, struct ctx_id *id)
+{
+	char task[16];
+	int r;
+
+	if (asked.active && asked.tid == tid && (asked.known & RNS(kind))) {
+		id->ino = asked.ino[kind];
+		id->mnt = 0;
+		return 0;
+	}
+	snprintf(task, sizeof(task), "%d", tid);
+	if ((r = id_of(task, kind, id)) || !asked.active || !kinds[kind].type)
+		return r;
+	if (asked.tid != tid) {
+		asked.tid = tid;
+		asked.known = 0;
+	}
+	asked.ino[kind] = id->ino;
+	asked.known |= RNS(kind);
+	return 0;
+}
+
 static int same_id(const struct ctx_id *a, const struct ctx_id *b)
 {
 	return a->ino == b->ino && a->mnt == b->mnt;
@@ -157,11 +197,9 @@ int reader_ns_init(int selfproc)
 
 unsigned long reader_ns_of(int tid, enum reader_ns_kind kind)
 {
-	char task[16];
 	struct ctx_id id;
 
-	snprintf(task, sizeof(task), "%d", tid);
-	return tid > 0 && id_of(task, kind, &id) == 0 ? id.ino : 0;
+	return tid > 0 && task_id(tid, kind, &id) == 0 ? id.ino : 0;
 }
 
 int reader_ns_is_daemons(enum reader_ns_kind kind, unsigned long ino)
@@ -352,20 +390,17 @@ void reader_ns_leave(struct reader_ns *rn)
 	rn->entered = 0;
 }
 
-int reader_ns_enter(int tid, unsigned asked, struct reader_ns *rn)
+int reader_ns_enter(int tid, unsigned kinds_asked, struct reader_ns *rn)
 {
-	char task[16];
-
 	rn->entered = rn->foreign = 0;
-	snprintf(task, sizeof(task), "%d", tid);
 	for (int k = 0; k < RNS_KINDS; k++) {
 		struct ctx_id id;
 		int r;
 
-		if (!(asked & RNS(k)) || !daemons[k].id.ino)
+		if (!(kinds_asked & RNS(k)) || !daemons[k].id.ino)
 			continue;
 		/* an unknown caller (outside our pid namespace), or gone */
-		if (tid <= 0 || id_of(task, k, &id))
+		if (tid <= 0 || task_id(tid, k, &id))
 			goto fail;
 		if (same_id(&id, &daemons[k].id))
 			continue;

@@ -60,6 +60,10 @@ int reader_ns_type(enum reader_ns_kind kind);
  * (nothing is left entered then). */
 int reader_ns_enter(int tid, unsigned kinds, struct reader_ns *rn);
 
+/* A request begins (1) or ends (0) on this thread: within it, a caller's
+ * namespaces are asked once (the root at every ask). */
+void reader_ns_request(int begins);
+
 /* Back to the daemon's namespaces. */
 void reader_ns_leave(struct reader_ns *rn);
 

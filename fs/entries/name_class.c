@@ -98,15 +98,26 @@ static const struct name_class root = { &root_table, LIFE_FIXED, 0, 0, NULL, 0 }
 
 /* --- a process (PID) and a thread (PID/task/TID) ------------------------- */
 
+/* A file whose read procfs makes from the task alone, never asking who
+ * reads (no ptrace_may_access, capable() or current's namespaces at read):
+ * whatever the reader may see was decided at the open. */
+#define READ_UNCHECKED { &plain_table, LIFE_TASK, 0, NC_READ_UNCHECKED, NULL, 0 }
+
 /* Entries alike in both (tgid_base_stuff and tid_base_stuff), searched
  * after each one's own. */
 static const struct name_entry task_entries[] = {
 	/* kernel/cgroup/cgroup.c proc_cgroup_show, cpuset.c proc_cpuset_show:
 	 * paths below the reader's cgroup namespace root */
 	{ "cgroup", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, NULL, 0 } },
+	/* base.c proc_pid_cmdline_read: the task's memory (get_mm_cmdline) */
+	{ "cmdline", READ_UNCHECKED },
+	/* base.c comm_show: the task's name */
+	{ "comm", READ_UNCHECKED },
 	{ "cpuset", { &plain_table, LIFE_TASK, RNS(RNS_CGROUP), 0, NULL, 0 } },
 	/* base.c proc_pid_readlink: d_path, relative to the reader's root */
 	{ "cwd", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },
+	/* base.c environ_read: the memory of the mm taken at the open (mm_access) */
+	{ "environ", READ_UNCHECKED },
 	{ "exe", { NULL, LIFE_TASK, RNS(RNS_ROOT), 0, NULL, 0 } },
 	/* user_namespace.c uid_m_show: relative to the opener's user namespace */
 	{ "gid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, NULL, 0 } },
@@ -127,8 +138,12 @@ static const struct name_entry task_entries[] = {
 	/* array.c do_task_stat: start time plus the reader's boottime offset;
 	 * the reader's own state when it reads itself */
 	{ "stat", { &plain_table, LIFE_TASK, RNS(RNS_TIME), 0, &self_state_content, SELF_STAT } },
-	/* array.c task_state: Uid/Gid in the opener's user namespace */
-	{ "status", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, &self_state_content, SELF_STATUS } },
+	/* array.c proc_pid_statm: the task's memory counters */
+	{ "statm", READ_UNCHECKED },
+	/* array.c proc_pid_status: the task's state; Uid/Gid in the opener's
+	 * user namespace (seq_user_ns: its f_cred) */
+	{ "status", { &plain_table, LIFE_TASK, RNS(RNS_USER), NC_READ_UNCHECKED, &self_state_content,
+		      SELF_STATUS } },
 	{ "uid_map", { &plain_table, LIFE_TASK, RNS(RNS_USER), 0, NULL, 0 } },
 	{ "wchan", { &plain_table, LIFE_TASK, 0, 0, &self_state_content, SELF_WCHAN } },
 };

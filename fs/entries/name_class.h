@@ -46,6 +46,9 @@ enum name_life {
 				* or a task's directory that counts nothing (ns/, attr/) */
 #define NC_NO_SNAPSHOT   0x800 /* read at its offsets or as a stream (mem, kmsg, kcore):
 				* never made whole at open (-o snapshot, fs/request/snapshot.c) */
+#define NC_READ_UNCHECKED 0x1000 /* procfs's read asks nothing of its reader (its open
+				  * decided): a read of the source file the caller opened
+				  * is the same whoever makes it (fs/request/file.c) */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/entries/self_state.c):

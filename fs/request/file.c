@@ -253,6 +253,28 @@ static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, si
 	return got;
 }
 
+/* Whether a read of of must be made as its caller. Not for a file the caller
+ * opened here whose read procfs makes without asking who reads
+ * (NC_READ_UNCHECKED, name_class.h), unless a text made for the reader
+ * reads what only the caller may: the bytes are the same whoever reads,
+ * and the caller's capabilities and user namespace need not be asked
+ * again (ps reads status and cmdline of every process). */
+static int read_needs_caller(const struct node *n, const struct open_file *of)
+{
+	return of->via_helper || (of->content && of->content->as_caller) ||
+	       !(n->cls->flags & NC_READ_UNCHECKED) || (n->cls->reader_ns & RNS_AT_EACH_READ);
+}
+
+static int act_for_read(struct request *rq, const struct open_file *of)
+{
+	if (read_needs_caller(rq->node, of))
+		return act_for_io(rq, of);
+	/* who reads, from the request alone: a task reading its own status
+	 * gets its own state (self_state.c) */
+	rq->caller.tid = fuse_req_ctx(rq->req)->pid;
+	return 0;
+}
+
 void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	char *buf = thread_buf(BUF_REPLY, size);
@@ -268,7 +290,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	 * its pages would serve every reader of the file (file_size.c). */
 	if (!fi->lock_owner)
 		return request_fail(&rq, -EINVAL);
-	if (!(of = open_file_of(&rq, fi, &r)) || (r = act_for_io(&rq, of)))
+	if (!(of = open_file_of(&rq, fi, &r)) || (r = act_for_read(&rq, of)))
 		return request_fail(&rq, r);
 	pthread_mutex_lock(&of->lock);
 	got = read_text(&rq, of, buf, size, off);

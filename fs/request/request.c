@@ -3,11 +3,16 @@
 
 #include <errno.h>
 
+#include "cache/index/pidgen.h"
+
 int request_begin(struct request *rq, fuse_req_t req, fuse_ino_t ino)
 {
 	rq->req = req;
 	rq->acting = 0;
 	rq->node = NULL;
+	/* what an earlier request learnt of a process or a caller is not this one's */
+	pidgen_begin();
+	reader_ns_request(1);
 	if (!fair_busy_begin(req, &rq->busy))
 		return 1; /* answered EAGAIN */
 	if (!(rq->node = request_node(ino))) {
@@ -51,5 +56,6 @@ void request_fail(struct request *rq, int r)
 void request_end(struct request *rq)
 {
 	request_act_end(rq);
+	reader_ns_request(0);
 	fair_busy_end(&rq->busy);
 }

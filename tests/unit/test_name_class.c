@@ -43,6 +43,20 @@ int main(void)
 	assert(at(process, "maps")->reader_ns & RNS(RNS_ROOT));
 	assert(at(process, "fd")->flags & NC_FILE_TABLE);
 
+	/* read without acting as the caller only where procfs's read asks
+	 * nothing of its reader (audited against base.c and array.c): never
+	 * stat, wchan, io or stack (ptrace_may_access at each read), never a
+	 * file evaluated in the reader's namespaces at each read */
+	assert(at(process, "status")->flags & NC_READ_UNCHECKED);
+	assert(at(process, "cmdline")->flags & NC_READ_UNCHECKED);
+	assert(at(process, "statm")->flags & NC_READ_UNCHECKED);
+	assert(!(at(process, "stat")->flags & NC_READ_UNCHECKED));
+	assert(!(at(process, "wchan")->flags & NC_READ_UNCHECKED));
+	assert(!(at(process, "io")->flags & NC_READ_UNCHECKED));
+	assert(!(at(process, "stack")->flags & NC_READ_UNCHECKED));
+	assert(!(at(process, "cgroup")->flags & NC_READ_UNCHECKED));
+	assert(!(at(root, "uptime")->flags & NC_READ_UNCHECKED));
+
 	/* a thread's files are links to its leader's while shared */
 	task = at(process, "task");
 	thread = at(task, "5678");
