@@ -14,13 +14,22 @@
 # arm, then ROUNDS rounds of one timed run per arm in rotating order (each run follows a
 # run of the same tool: warm); figures are medians; ratio = procfast / /proc. The
 # crossover of a tool on a transport and shape is the smallest N whose ratio is < 1.
+# Each tool's floor, at the thread counts of FLOOR_AT (first shape): the synchronous
+# round trips one warm run makes (counted by opcode in the log of a `procfast -f -d`
+# daemon, one exact and one -o snapshot, untimed; RELEASE, RELEASEDIR, FORGET and
+# INTERRUPT do not hold the tool back), times one round trip of the minimal server on
+# the same transport (bench/floor/: a pread of its /stat, ROUNDS medians of 1000),
+# added to the tool's time on /proc: what the tool would take through a server that
+# answered at no cost of its own.
 # Writes the section "crossover" of bench/RESULTS.md.
 #
 # Run as root: bench/crossover.sh
 # Environment: THREADS_LIST (default "0 10000 30000 100000 300000"), SHAPES ("one spread"),
 #              ROUNDS (5), CAP (seconds a run may take, 3: a run of a tool on an arm
 #              that exceeds it is killed, and that tool is no longer timed on that arm
-#              and shape at this or larger N: its ratio is then "> CAP"), TOOLS (default all seven, `|`-separated), PROCFAST (default:
+#              and shape at this or larger N: its ratio is then "> CAP"), TOOLS (default all eight, `|`-separated),
+#              FLOOR_AT (thread counts whose floor is measured, "0 100000"), COUNT_CAP (seconds a
+#              counted run may take, 30: each of its requests is logged), PROCFAST (default:
 #              this tree built Release into the scratch directory; the helpers come from
 #              that build too).
 # Each tool runs as
@@ -35,7 +44,8 @@ PROCFAST_GIVEN=${PROCFAST:-}
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 settings crossover.sh "THREADS_LIST=0 10000 30000 100000 300000" "SHAPES=one spread" ROUNDS=5 CAP=3 \
-	"TOOLS=ps -ef|ps aux|pgrep -x sleep|top -bn1|pstree -p|htop|scrape"
+	"TOOLS=ps -ef|ps aux|pgrep -x sleep|top -bn1|pstree -p|lsof -n -P|htop|scrape" "FLOOR_AT=0 100000" \
+	COUNT_CAP=30
 [[ -n $PROCFAST_GIVEN ]] && INVOCATION="PROCFAST=$PROCFAST_GIVEN $INVOCATION"
 [[ $EUID -eq 0 ]] || { echo "crossover.sh: must run as root (mount, unshare)" >&2; exit 1; }
 IFS='|' read -r -a TOOL_LIST <<<"$TOOLS"
@@ -45,7 +55,7 @@ SPREAD=100 # processes of the spread shape
 
 # ---- install what is missing (the tools measured, the build)
 PKGS=(build-essential cmake pkg-config libfuse3-dev fuse3 liburcu-dev libcap-dev procps psmisc
-	util-linux curl prometheus-node-exporter htop)
+	util-linux curl prometheus-node-exporter htop lsof liburing-dev)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -68,7 +78,15 @@ passthrough_kernel() { # FUSE passthrough: Linux 6.9
 }
 [[ ${SNAPSHOT:-1} == 1 ]] && passthrough_kernel && FUSE_ARMS+=(snap_on snap_off)
 ARMS=(proc "${FUSE_ARMS[@]}")
-declare -A OPTS=([on]=uring=on [off]=uring=off [snap_on]=uring=on,snapshot [snap_off]=uring=off,snapshot)
+# the counting daemons (-d: each request logged), exact and -o snapshot, both over /dev/fuse
+COUNT_ARMS=(count)
+[[ " ${FUSE_ARMS[*]} " == *" snap_on "* ]] && COUNT_ARMS+=(count_snap)
+declare -A OPTS=([on]=uring=on [off]=uring=off [snap_on]=uring=on,snapshot [snap_off]=uring=off,snapshot
+	[count]=uring=off,norestart [count_snap]=uring=off,norestart,snapshot)
+# which daemon counts an arm's round trips, and which floor gives a round trip's cost
+declare -A COUNTER=([on]=count [off]=count [snap_on]=count_snap [snap_off]=count_snap)
+declare -A FLOOR_OF=([on]=uring [off]=libfuse [snap_on]=uring [snap_off]=libfuse)
+FLOORS=() # the floors' pids
 declare -A MNT=([proc]=/proc) DAEMON=() NE=() PORT=() TRANSPORT=()
 HOLDERS=() SPID=''
 PID_MAX=$(cat /proc/sys/kernel/pid_max) THREADS_MAX=$(cat /proc/sys/kernel/threads-max)
@@ -94,7 +112,10 @@ cleanup() {
 	local a
 	for a in "${!NE[@]}"; do stop_pid "${NE[$a]}"; done
 	stop_holders; stop_pid "$SPID"
-	for a in "${FUSE_ARMS[@]}"; do stop_fuse "$a"; done
+	for a in "${FUSE_ARMS[@]}" "${COUNT_ARMS[@]}"; do stop_fuse "$a"; done
+	for a in "${FLOORS[@]}"; do kill -TERM "$a" 2>/dev/null || true; done # a floor unmounts itself
+	for a in "${FLOORS[@]}"; do wait "$a" 2>/dev/null || true; done
+	unmount_all "$WORK/mnt_uring" "$WORK/mnt_libfuse"
 	[[ -n $URING_WAS ]] && echo "$URING_WAS" >"$URING_PARAM"
 	echo "$PID_MAX" >/proc/sys/kernel/pid_max
 	echo "$THREADS_MAX" >/proc/sys/kernel/threads-max
@@ -114,13 +135,18 @@ else
 fi
 PROCFAST=${PROCFAST_GIVEN:-$B/procfast}
 H=$B/tests
+cc -O2 -o "$WORK/readlat" "$ROOT/bench/readlat.c"
+# shellcheck disable=SC2046 # pkg-config's words are flags
+cc -std=gnu11 -O2 $(pkg-config --cflags fuse3) -o "$WORK/floor_libfuse" "$ROOT/bench/floor/floor_libfuse.c" \
+	$(pkg-config --libs fuse3)
+cc -std=gnu11 -O2 -I"$ROOT" -o "$WORK/floor_uring" "$ROOT/bench/floor/floor_uring.c" -luring -lpthread
 
 # ---- the arms
-start_fuse() { # ARM: procfast -f -o OPTS[ARM] on $WORK/ARM, waits for the mount
+start_fuse() { # ARM [FLAG...]: procfast -f FLAG... -o OPTS[ARM] on $WORK/ARM, waits for the mount
 	local arm=$1
 	MNT[$arm]=$WORK/$arm
 	mkdir -p "${MNT[$arm]}"
-	"$PROCFAST" -f -o "${OPTS[$arm]}" "${MNT[$arm]}" >"$WORK/$arm.log" 2>&1 </dev/null &
+	"$PROCFAST" -f "${@:2}" -o "${OPTS[$arm]}" "${MNT[$arm]}" >"$WORK/$arm.log" 2>&1 </dev/null &
 	DAEMON[$arm]=$!
 	for _ in $(seq 100); do
 		mountpoint -q "${MNT[$arm]}" && [[ -e ${MNT[$arm]}/1/stat ]] && return 0
@@ -251,6 +277,48 @@ measure() {
 	done
 }
 
+# ---- each tool's floor at one configuration: KEY
+start_floor() { # NAME: bench/floor/floor_NAME on $WORK/mnt_NAME, until its /stat answers
+	local m=$WORK/mnt_$1
+	mkdir -p "$m"
+	"$WORK/floor_$1" -f "$m" </dev/null >/dev/null 2>"$WORK/floor_$1.log" &
+	FLOORS+=($!)
+	for _ in $(seq 100); do
+		timeout 1 cat "$m/stat" >/dev/null 2>&1 && return 0 # io_uring: once every queue registered
+		sleep 0.1
+	done
+	echo "crossover.sh: floor_$1 did not serve; log:" >&2; cat "$WORK/floor_$1.log" >&2; exit 1
+}
+ASYNC_OPS='^(RELEASE|RELEASEDIR|FORGET|BATCH_FORGET|INTERRUPT)$'
+trips() { # ARM TOOL: the synchronous requests of one warm run through the counting daemon ARM
+	# (each logged: a run may take COUNT_CAP s)
+	local log=$WORK/$1.log l0 rc=0
+	[[ $2 == scrape ]] && exporter_alive "$1"
+	CAP=$COUNT_CAP once "$1" "$2" || rc=$?
+	[[ $rc -eq 124 || $rc -eq 28 || $rc -eq 137 ]] && { echo cap; return; }
+	l0=$(wc -l <"$log")
+	CAP=$COUNT_CAP once "$1" "$2" || rc=$?
+	[[ $rc -eq 124 || $rc -eq 28 || $rc -eq 137 ]] && { echo cap; return; }
+	sleep 0.3 # the log lines of the last replies
+	tail -n +"$((l0 + 1))" "$log" | grep -o '^unique: [0-9]*, opcode: [A-Z_]*' | sed 's/.*: //' |
+		grep -cvE "$ASYNC_OPS" || true
+}
+declare -A TRIPS FS
+floor_measure() {
+	local key=$1 tool arm r f
+	for tool in "${TOOL_LIST[@]}"; do
+		for arm in "${COUNT_ARMS[@]}"; do
+			TRIPS[$key|$tool|$arm]=cap # not counted where /proc itself ran over CAP
+			[[ -n ${DROP[${key%|*}|$tool|proc]:-} ]] || TRIPS[$key|$tool|$arm]=$(trips "$arm" "$tool")
+		done
+	done
+	for ((r = 0; r < ROUNDS; r++)); do
+		for f in uring libfuse; do
+			FS[$key|$f]+="$("$WORK/readlat" pread "$WORK/mnt_$f/stat" 1000 | cut -d' ' -f1) "
+		done
+	done
+}
+
 # ---- main
 OTHERS=$(pgrep -c -x procfast || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -265,9 +333,12 @@ for arm in "${FUSE_ARMS[@]}"; do
 	grep -q "serving through io_uring" "$WORK/$arm.log" && TRANSPORT[$arm]="io_uring" || TRANSPORT[$arm]="/dev/fuse"
 	[[ $arm == snap_* ]] && TRANSPORT[$arm]+=", -o snapshot"
 done
-mapfile -t DPIDS < <(for arm in "${FUSE_ARMS[@]}"; do tree_pids "${DAEMON[$arm]}"; done)
+for arm in "${COUNT_ARMS[@]}"; do start_fuse "$arm" -d; done
+start_floor uring
+start_floor libfuse
+mapfile -t DPIDS < <(for arm in "${FUSE_ARMS[@]}" "${COUNT_ARMS[@]}"; do tree_pids "${DAEMON[$arm]}"; done)
 mapfile -t DSTAT < <(printf '/proc/%s/stat\n' "${DPIDS[@]}")
-for arm in "${ARMS[@]}"; do start_exporter "$arm"; done
+for arm in "${ARMS[@]}" "${COUNT_ARMS[@]}"; do start_exporter "$arm"; done
 sleep 3600 >/dev/null 2>&1 & SPID=$! # what `pgrep -x sleep` finds
 PROCS0=$(find /proc -mindepth 1 -maxdepth 1 -name '[0-9]*' | wc -l)
 
@@ -288,6 +359,8 @@ for n in "${NS[@]}"; do
 		LOADS[$key]=$(cut -d' ' -f1 /proc/loadavg)
 		echo "crossover.sh: $shape $n: measuring (load ${LOADS[$key]})" >&2
 		measure "$key"
+		# shellcheck disable=SC2153 # FLOOR_AT comes from settings
+		[[ " $FLOOR_AT " == *" $n "* && $shape == "${SHAPE_LIST[0]}" ]] && floor_measure "$key"
 		stop_holders
 		SECS[$key]=$((SECONDS - t0))
 	done
@@ -351,6 +424,46 @@ summary() {
 		echo "$line"
 	done
 }
+# the floor of each tool at KEY: /proc's time plus its round trips at the floor's cost
+floor_cell() { # KEY TOOL ARM
+	local key=$1 tool=$2 arm=$3 p f n rtt
+	p=$(cell_median "${key%|*}" "${key#*|}" "$tool" proc) f=$(cell_median "${key%|*}" "${key#*|}" "$tool" "$arm")
+	n=${TRIPS[$key|$tool|${COUNTER[$arm]}]} rtt=$(median "${FS[$key|${FLOOR_OF[$arm]}]}")
+	if [[ $p == n/a || $n == cap ]]; then echo "not counted"; return; fi
+	awk -v p="$p" -v f="$f" -v n="$n" -v rtt="$rtt" 'BEGIN {
+		printf "**%.2f** · %s", (p + n * rtt / 1000) / p, (f == "n/a" ? "> CAP" : sprintf("%.2f", f / p))
+		if (f != "n/a" && n > 0) printf " · %.1f µs", (f - p) / n }'
+}
+floor_table() { # KEY
+	local key=$1 tool arm line
+	line="| tool | round trips"
+	[[ ${#COUNT_ARMS[@]} -gt 1 ]] && line+=" (exact / -o snapshot)"
+	line+=" | /proc ms |"
+	for arm in "${FUSE_ARMS[@]}"; do line+=" ${TRANSPORT[$arm]} |"; done
+	echo "$line"
+	echo "|---|---|---|$(for _ in "${FUSE_ARMS[@]}"; do printf -- '---|'; done)"
+	for tool in "${TOOL_LIST[@]}"; do
+		line="| $(label "$tool") | ${TRIPS[$key|$tool|count]}"
+		[[ ${#COUNT_ARMS[@]} -gt 1 ]] && line+=" / ${TRIPS[$key|$tool|count_snap]}"
+		line+=" | $(ms "$(cell_median "${key%|*}" "${key#*|}" "$tool" proc)") |"
+		for arm in "${FUSE_ARMS[@]}"; do line+=" $(floor_cell "$key" "$tool" "$arm") |"; done
+		echo "$line"
+	done
+}
+floor_tables() {
+	local key
+	for key in "${!FS[@]}"; do echo "${key%|*}"; done | sort -u -t'|' -k2,2n | while read -r key; do
+		printf '
+#### %s
+
+One round trip at the floor: io_uring %s µs, /dev/fuse %s µs (medians).
+
+%s
+' \
+			"$( [[ ${key#*|} == 0 ]] && echo "the idle host" || echo "${key#*|} idle threads, shape ${key%|*}")" \
+			"$(ms "$(median "${FS[$key|uring]}")")" "$(ms "$(median "${FS[$key|libfuse]}")")" "$(floor_table "$key")"
+	done
+}
 configs() {
 	local n shape key
 	for n in "${NS[@]}"; do for shape in "${SHAPE_LIST[@]}"; do
@@ -398,6 +511,18 @@ $tables
 ### Crossover per tool (the smallest thread count at which procfast is faster than /proc)
 
 $(summary)
+
+### Each tool's floor: its round trips at the minimal server's cost
+
+Round trips: the synchronous requests of one warm run, counted by opcode in the log of a
+\`procfast -f -d\` daemon ($(for arm in "${COUNT_ARMS[@]}"; do printf '`-o %s`; ' "${OPTS[$arm]}"; done)RELEASE, RELEASEDIR, FORGET and
+INTERRUPT left out: the kernel sends them without waiting). A round trip's cost at the floor:
+a pread of the minimal server's \`/stat\` (\`bench/floor/\`: \`floor_uring\` for io_uring,
+\`floor_libfuse\` for /dev/fuse), $ROUNDS medians of 1000 in the same configuration. Cells:
+**floor** = (/proc + round trips × that cost) ÷ /proc, what a server answering at no cost
+of its own would give · procfast ÷ /proc (the tables above) · procfast's time beyond
+/proc per round trip.
+$(floor_tables)
 
 Targets (issue 24): the crossover for \`ps -ef\` at ≤ 30,000 threads over io_uring, ≤ 60,000 over /dev/fuse.
 With \`-o snapshot\`: idle host \`ps -ef\` ≤ 1.4×, scrape ≤ 1.2×; beside 100,000 threads \`ps -ef\` ≤ 0.7×.
