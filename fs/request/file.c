@@ -40,6 +40,7 @@
 static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
 			 off_t off);
 static int act_for_io(struct request *rq, const struct open_file *of);
+static int act_for_read(struct request *rq, const struct open_file *of);
 
 /* A read of a snapshot in the making (snapshot.h): the exact path's. */
 static ssize_t read_for_snapshot(struct request *rq, struct open_file *of, char *buf,
@@ -48,7 +49,7 @@ static ssize_t read_for_snapshot(struct request *rq, struct open_file *of, char 
 	ssize_t got;
 	int r;
 
-	if ((r = act_for_io(rq, of)))
+	if ((r = act_for_read(rq, of)))
 		return r;
 	pthread_mutex_lock(&of->lock);
 	got = read_text(rq, of, buf, size, off);
