@@ -303,7 +303,7 @@ trips() { # ARM TOOL: the synchronous requests of one warm run through the count
 	tail -n +"$((l0 + 1))" "$log" | grep -o '^unique: [0-9]*, opcode: [A-Z_]*' | sed 's/.*: //' |
 		grep -cvE "$ASYNC_OPS" || true
 }
-declare -A TRIPS FS
+declare -A TRIPS FS LIST
 floor_measure() {
 	local key=$1 tool arm r f
 	for tool in "${TOOL_LIST[@]}"; do
@@ -315,6 +315,9 @@ floor_measure() {
 	for ((r = 0; r < ROUNDS; r++)); do
 		for f in uring libfuse; do
 			FS[$key|$f]+="$("$WORK/readlat" pread "$WORK/mnt_$f/stat" 1000 | cut -d' ' -f1) "
+		done
+		for arm in "${ARMS[@]}"; do # the root listing each tool makes once
+			LIST[$key|$arm]+="$("$H/dirtime" "${MNT[$arm]}" 5 | cut -d' ' -f1) "
 		done
 	done
 }
@@ -424,18 +427,21 @@ summary() {
 		echo "$line"
 	done
 }
-# the floor of each tool at KEY: /proc's time plus its round trips at the floor's cost
+# the floor of each tool at KEY: its time on /proc with the arm's root listing in place of
+# procfs's (the index's, whose cost does not grow with threads), plus its round trips at
+# the floor's cost
 floor_cell() { # KEY TOOL ARM
-	local key=$1 tool=$2 arm=$3 p f n rtt
+	local key=$1 tool=$2 arm=$3 p f n rtt lp la
 	p=$(cell_median "${key%|*}" "${key#*|}" "$tool" proc) f=$(cell_median "${key%|*}" "${key#*|}" "$tool" "$arm")
 	n=${TRIPS[$key|$tool|${COUNTER[$arm]}]} rtt=$(median "${FS[$key|${FLOOR_OF[$arm]}]}")
+	lp=$(median "${LIST[$key|proc]}") la=$(median "${LIST[$key|$arm]}")
 	if [[ $p == n/a || $n == cap ]]; then echo "not counted"; return; fi
-	awk -v p="$p" -v f="$f" -v n="$n" -v rtt="$rtt" 'BEGIN {
-		printf "**%.2f** · %s", (p + n * rtt / 1000) / p, (f == "n/a" ? "> CAP" : sprintf("%.2f", f / p))
-		if (f != "n/a" && n > 0) printf " · %.1f µs", (f - p) / n }'
+	awk -v p="$p" -v f="$f" -v n="$n" -v rtt="$rtt" -v lp="$lp" -v la="$la" 'BEGIN {
+		printf "**%.2f** · %s", (p - lp + la + n * rtt / 1000) / p, (f == "n/a" ? "> CAP" : sprintf("%.2f", f / p))
+		if (f != "n/a" && n > 0) printf " · %.1f µs", (f - p + lp - la) / n }'
 }
 floor_table() { # KEY
-	local key=$1 tool arm line
+	local key=$1 tool arm line p
 	line="| tool | round trips"
 	[[ ${#COUNT_ARMS[@]} -gt 1 ]] && line+=" (exact / -o snapshot)"
 	line+=" | /proc ms |"
@@ -445,23 +451,24 @@ floor_table() { # KEY
 	for tool in "${TOOL_LIST[@]}"; do
 		line="| $(label "$tool") | ${TRIPS[$key|$tool|count]}"
 		[[ ${#COUNT_ARMS[@]} -gt 1 ]] && line+=" / ${TRIPS[$key|$tool|count_snap]}"
-		line+=" | $(ms "$(cell_median "${key%|*}" "${key#*|}" "$tool" proc)") |"
+		p=$(cell_median "${key%|*}" "${key#*|}" "$tool" proc)
+		if [[ $p == n/a ]]; then line+=" | > ${CAP} s |"; else line+=" | $(ms "$p") |"; fi
 		for arm in "${FUSE_ARMS[@]}"; do line+=" $(floor_cell "$key" "$tool" "$arm") |"; done
 		echo "$line"
 	done
 }
+listings() { # KEY: the arms' root listings, µs
+	local arm
+	printf '/proc %s µs' "$(median "${LIST[$1|proc]}")"
+	for arm in "${FUSE_ARMS[@]}"; do printf ', %s %s µs' "${TRANSPORT[$arm]}" "$(median "${LIST[$1|$arm]}")"; done
+}
 floor_tables() {
 	local key
 	for key in "${!FS[@]}"; do echo "${key%|*}"; done | sort -u -t'|' -k2,2n | while read -r key; do
-		printf '
-#### %s
-
-One round trip at the floor: io_uring %s µs, /dev/fuse %s µs (medians).
-
-%s
-' \
+		printf '\n#### %s\n\nOne round trip at the floor: io_uring %s µs, /dev/fuse %s µs. The root listing: %s (medians).\n\n%s\n' \
 			"$( [[ ${key#*|} == 0 ]] && echo "the idle host" || echo "${key#*|} idle threads, shape ${key%|*}")" \
-			"$(ms "$(median "${FS[$key|uring]}")")" "$(ms "$(median "${FS[$key|libfuse]}")")" "$(floor_table "$key")"
+			"$(ms "$(median "${FS[$key|uring]}")")" "$(ms "$(median "${FS[$key|libfuse]}")")" \
+			"$(listings "$key")" "$(floor_table "$key")"
 	done
 }
 configs() {
@@ -518,10 +525,13 @@ Round trips: the synchronous requests of one warm run, counted by opcode in the 
 \`procfast -f -d\` daemon ($(for arm in "${COUNT_ARMS[@]}"; do printf '`-o %s`; ' "${OPTS[$arm]}"; done)RELEASE, RELEASEDIR, FORGET and
 INTERRUPT left out: the kernel sends them without waiting). A round trip's cost at the floor:
 a pread of the minimal server's \`/stat\` (\`bench/floor/\`: \`floor_uring\` for io_uring,
-\`floor_libfuse\` for /dev/fuse), $ROUNDS medians of 1000 in the same configuration. Cells:
-**floor** = (/proc + round trips × that cost) ÷ /proc, what a server answering at no cost
-of its own would give · procfast ÷ /proc (the tables above) · procfast's time beyond
-/proc per round trip.
+\`floor_libfuse\` for /dev/fuse), $ROUNDS medians of 1000 in the same configuration. Each tool
+lists the root once: its time on /proc holds procfs's listing, which grows with threads,
+where procfast lists its index (\`build/tests/dirtime\`, $ROUNDS medians of 5 listings).
+Cells: **floor** = (/proc − procfs's listing + the arm's listing + round trips × that
+cost) ÷ /proc, what a server that answered every other request at no cost of its own would
+give · procfast ÷ /proc (the tables above) · procfast's time beyond that floor's part
+of /proc, per round trip.
 $(floor_tables)
 
 Targets (issue 24): the crossover for \`ps -ef\` at ≤ 30,000 threads over io_uring, ≤ 60,000 over /dev/fuse.
