@@ -4,18 +4,23 @@
 # another user namespace, and any caller on the daemon's own processes, is served by a
 # helper process. Release builds of BASE (before) and of this tree (after) serve one
 # mount each (-o norestart); per round, arms alternating:
-#   - pread of PID/stat of a sleeper (readlat pread, the median of COUNT) as root,
+#   - pread of PID/FILE of a sleeper for each FILE of FILES (default stat; readlat
+#     pread, the median of COUNT) as root,
 #     root without capabilities, nobody, and the root of a user namespace of its own
 #     (unshare -Ur: the helper's path after, the worker's before);
 #   - the same as nobody on the server's own PID/stat (the helper's path after);
 #   - `ps -ef` and `lsof -n -P` as root with the mount bound over /proc, and `ps -ef` as
 #     nobody, wall time (the ratios to /proc in the same rounds).
-# Medians over ROUNDS rounds. Writes the section "identity" of bench/RESULTS.md.
+# Medians over ROUNDS rounds. Writes the section SECTION_NAME (default "identity") of
+# bench/RESULTS.md, headed TITLE.
 #
-# Run as root: bench/identity.sh    (ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off)
+# Run as root: bench/identity.sh    (ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off FILES=stat
+#                                   SECTION_NAME=identity TITLE=...)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-settings identity.sh ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off
+settings identity.sh ROUNDS=7 COUNT=2000 BASE=d0f22be URING=off FILES=stat SECTION_NAME=identity \
+	"TITLE=The caller's whole identity (issue 21)"
+read -r -a FILE_LIST <<<"$FILES"
 [[ $EUID -eq 0 ]] || { echo "identity.sh: must run as root" >&2; exit 1; }
 
 declare -A MNT DAEMON
@@ -57,8 +62,8 @@ as() { # PERSONA CMD...: runs CMD as that caller
 	esac
 }
 
-pread_ns() { # ARM PERSONA PID
-	as "$2" "$WORK/readlat" pread "${MNT[$1]}/$3/stat" "$COUNT" | cut -d' ' -f1
+pread_ns() { # ARM PERSONA PID [FILE]
+	as "$2" "$WORK/readlat" pread "${MNT[$1]}/$3/${4:-stat}" "$COUNT" | cut -d' ' -f1
 }
 
 wall_ms() { # PERSONA SRC CMD: ms of CMD with SRC bound over /proc
@@ -77,7 +82,7 @@ for round in $(seq "$ROUNDS"); do
 	((round % 2)) || arms=(after before)
 	for arm in "${arms[@]}"; do
 		for who in root nocaps nobody userns; do
-			add "$arm.$who" "$(pread_ns "$arm" "$who" "$SLEEPER")"
+			for f in "${FILE_LIST[@]}"; do add "$arm.$who.$f" "$(pread_ns "$arm" "$who" "$SLEEPER" "$f")"; done
 		done
 		add "$arm.own" "$(pread_ns "$arm" nobody "${DAEMON[$arm]}")"
 		add "$arm.ps" "$(wall_ms root "${MNT[$arm]}" "ps -ef")"
@@ -104,23 +109,29 @@ trow() { # KEY LABEL
 	echo "| $2 | $(ns_us "$p") | $(ns_us "$b") | $(ns_us "$a") | $(ratio_of "$b" "$p") | $(ratio_of "$a" "$p") |"
 }
 
-section="<!-- identity:begin -->
-## The caller's whole identity (issue 21)
+preads() {
+	local f
+	for f in "${FILE_LIST[@]}"; do
+		prow "root.$f" "root (the daemon's equal: nothing switched), \`$f\`"
+		prow "nocaps.$f" "root without capabilities, \`$f\`"
+		prow "nobody.$f" "nobody, \`$f\`"
+		prow "userns.$f" "root of its own user namespace (\`unshare -Ur\`): a helper after, \`$f\`"
+	done
+}
+section="<!-- $SECTION_NAME:begin -->
+## $TITLE
 
 Command: \`$INVOCATION\` — $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs,
 load average $LOAD_BEFORE before, $(cut -d' ' -f1-3 /proc/loadavg) after. Release builds of
 $BASE (before) and of this tree ($(git -C "$ROOT" rev-parse --short HEAD)) serve \`-o norestart,uring=$URING\`
 side by side; arms alternate within each of $ROUNDS rounds; medians of the rounds.
 
-pread of \`PID/stat\` (median of $COUNT per round), µs:
+pread of \`PID/FILE\` (median of $COUNT per round), µs:
 
 | caller | before | after | after / before |
 |---|---|---|---|
-$(prow root "root (the daemon's equal: nothing switched)")
-$(prow nocaps "root without capabilities")
-$(prow nobody "nobody")
-$(prow userns "root of its own user namespace (\`unshare -Ur\`): a helper after")
-$(prow own "nobody, on the daemon's own server (a helper after)")
+$(preads)
+$(prow own "nobody, on the daemon's own server (a helper after), \`stat\`")
 
 Tools, wall ms (with the mount bound over \`/proc\` in a private mount namespace):
 
@@ -135,7 +146,10 @@ there and back; the fs ids only where they differ from them), and a caller with
 capabilities a \`readlinkat\` of its \`ns/user\` at each request (one without has it
 cached with its groups). A caller in another user namespace, and any caller on the
 daemon's own processes, is a helper's: two messages on a socket pair and the helper's
-own switch, and the helper opens the file again at each read.
-<!-- identity:end -->"
-write_section identity "$section"
+own switch, and the helper opens the file again at each read. Since 72a137e a read of
+\`status\`, \`cmdline\`, \`environ\`, \`statm\` or \`comm\` from a worker's open takes no
+identity at all (procfs's read of them asks nothing of the reader), and a request asks
+each of its caller's namespaces once.
+<!-- $SECTION_NAME:end -->"
+write_section "$SECTION_NAME" "$section"
 echo "$section"
