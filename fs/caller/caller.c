@@ -13,7 +13,6 @@
 #include <linux/securebits.h>
 #include <sys/prctl.h>
 
-#include "cache/index/pidgen.h"
 #include "fs/caller/group_cache.h"
 #include "fs/lib/log.h"
 #include "fs/lib/proc_fields.h"
@@ -186,7 +185,6 @@ void caller_load(fuse_req_t req, struct caller *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
-	pidgen_begin(); /* every request starts here */
 	c->tid = ctx->pid;
 	c->tgid = 0;
 	c->uid = c->euid = ctx->uid;

@@ -75,7 +75,7 @@ def assert_documented_set(m):
     for pid, tid in tasks + server_tasks:
         try:
             st = status_fields("/proc/%d/task/%s/status" % (pid, tid))
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone before or during the read
             continue  # an idle worker that just exited
         eff = int(st["CapEff"], 16)
         assert int(st["CapPrm"], 16) == want, (tid, st["CapPrm"], hex(want))

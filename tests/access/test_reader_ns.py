@@ -250,7 +250,7 @@ def _userns_of(pid):
     """The user namespace of a process, or None once it has ended."""
     try:
         return os.readlink("/proc/%s/ns/user" % pid)
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):  # gone; gone after the lookup (procfs: EACCES)
         return None
 
 

@@ -20,7 +20,7 @@ def cmdline(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             return f.read().split(b"\0")
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before or during the read
         return []
 
 

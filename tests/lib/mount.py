@@ -6,6 +6,7 @@ import tempfile
 import time
 
 from lib.build import BIN
+from lib.fuse_conn import abort_connection, connection_of
 
 # PROCFAST_WITHOUT=pidfs:pid_ioctl:...: every daemon the tests start behaves as on a kernel
 # without those interfaces (-o without=, fs/lib/kernel_feature.h), to test the fallbacks here.
@@ -84,11 +85,8 @@ class Mount:
             return any(line.split()[1] == self.path for line in f)
 
     def _connection(self):
-        """The FUSE connection number (the mount's minor device number)."""
-        try:
-            return os.minor(os.stat(self.path).st_dev)
-        except OSError:
-            return None
+        """The FUSE connection number, without a request to a daemon that may not answer."""
+        return connection_of(self.path)
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
@@ -120,12 +118,8 @@ class Mount:
             # abort, the daemon is only slow to end (a loaded machine: an ASan
             # build's exit-time leak check took 8 s at load 7 on two CPUs).
             # A daemon that never ends is still killed, and fails below.
-            if conn:
-                try:
-                    with open("/sys/fs/fuse/connections/%d/abort" % conn, "w") as f:
-                        f.write("1")
-                except FileNotFoundError:
-                    pass
+            if conn is not None:
+                abort_connection(conn)
             try:
                 rc = self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from lib.build import BIN
+from lib.fuse_conn import run_reading
 from lib.kernel import has_fuse_passthrough
 from lib.kmsg_request import killed_with_a_request_taken, reading_kmsg
 from lib.mount import Mount, is_ns_helper
@@ -618,8 +619,8 @@ def test_an_upgrade_before_the_first_server_answered_init(tmp_path):
             time.sleep(0.05)
         slow.release()
         # in a process of its own: on a connection whose INIT went unanswered it waits
-        r = subprocess.run(["/usr/bin/python3", "-c", OWN_STAT, os.path.join(path, "self", "stat")],
-                           capture_output=True, text=True, timeout=60)
+        r = run_reading(["/usr/bin/python3", "-c", OWN_STAT, os.path.join(path, "self", "stat")],
+                        path, 60, daemon_pgid=p.pid)
         log.seek(0)
         out = log.read().decode(errors="replace")
         assert r.stdout == "True\n", "%r %s\n%s" % (r.stdout, r.stderr[-300:], out)
@@ -629,7 +630,7 @@ def test_an_upgrade_before_the_first_server_answered_init(tmp_path):
         if p is not None:
             subprocess.run(["umount", "-l", path], check=False)
             os.killpg(p.pid, signal.SIGKILL)  # the supervisor and its servers
-            p.wait()
+            p.wait(timeout=60)
         slow.close()
 
 
@@ -638,7 +639,7 @@ def running(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before or during the read
         return False
 
 
@@ -647,7 +648,7 @@ def parent_of(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             return int(f.read().split(") ")[1].split()[1])
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before or during the read
         return None
 
 

@@ -598,7 +598,7 @@ def _tracer_of(pid, tid):
     try:
         with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
             return int(f.read().split("TracerPid:")[1].split()[0])
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before or during the read
         return None     # a worker that ended
 
 
