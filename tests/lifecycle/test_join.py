@@ -89,10 +89,11 @@ def test_a_handed_over_mount_whose_servers_keep_dying_is_given_up_alone(daemon, 
         os.kill(last, signal.SIGKILL)
     wait_for(lambda: h.server() not in (None, last), 10, "a new server")
     given_up = "servers keep dying: giving up the mount " + h.path
+    uring = daemon.over_uring()
     taken, queued = requests_held_when_given_up(
         h.path, daemon.proc.pid, h.server(),
-        lambda: wait_for(lambda: given_up in daemon.output(), 10, "the give-up"))
-    assert_ended(taken, queued, daemon.over_uring())
+        lambda: wait_for(lambda: given_up in daemon.output(), 10, "the give-up"), uring)
+    assert_ended(taken, queued, uring)
     assert not mounted(h.path)
     # logged once the abort ended the requests
     wait_for(lambda: "aborted FUSE connection" in daemon.output(), 10, daemon.output())
