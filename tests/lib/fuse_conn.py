@@ -8,6 +8,8 @@ ends. Aborting it through fusectl ends every request at once."""
 import os
 import subprocess
 
+from lib.procs import task_state
+
 
 def connection_of(path):
     """The FUSE connection number of the mount at path (its minor device number), read
@@ -45,9 +47,10 @@ def waits_of(pids):
             continue
         for tid in tids:
             base = "/proc/%d/task/%s/" % (pid, tid)
+            state = task_state(pid, int(tid))
+            if state is None:
+                continue
             try:
-                with open(base + "stat") as f:
-                    state = f.read().rsplit(") ", 1)[1].split()[0]
                 with open(base + "wchan") as f:
                     wchan = f.read()
                 with open(base + "stack") as f:
