@@ -37,6 +37,8 @@ struct dir_handle {
 	int own_fd;     /* the daemon's own fd table: fd is in it, and is not
 			 * listed (-1 else): no reader of /proc sees such an fd */
 	pthread_mutex_t lock; /* the fd's position is shared by its readers */
+	off_t at;       /* the fd's position, where known (-1 else): a listing
+			 * that goes on reads on without a seek */
 	struct fair_hold share; /* counted in its opener's shares (fair.h) */
 };
 
@@ -66,6 +68,7 @@ static int dir_handle_make(struct request *rq, struct dir_handle **made)
 	h->by_helper = by_helper;
 	h->own_fd = (n->cls->flags & NC_FILE_TABLE) && source_is_daemons(n->path) ? h->head.fd : -1;
 	h->share = share;
+	h->at = 0;
 	pthread_mutex_init(&h->lock, NULL);
 	*made = h;
 	return 0;
@@ -142,31 +145,66 @@ static int is_fd_name(const char *name, int fd)
 	return fd >= 0 && !strcmp(name, own);
 }
 
-/* Converts source entries into the reply until it is full; the next
- * request resumes at the d_off of the last entry that fitted. */
-static int fill_entries(struct dir_reply *r, const struct dir_handle *h)
+/* The most source bytes whose entries surely fit in what the reply has
+ * left. A getdents64 entry takes at least MIN_RAW_ENTRY bytes (a name of up
+ * to 4 characters), and for those the reply's entry is the largest in
+ * proportion (in READDIRPLUS format, 6.7 times). */
+#define MIN_RAW_ENTRY 24
+static size_t raw_budget(const struct dir_reply *r)
+{
+	size_t most = r->plus ? fuse_add_direntry_plus(r->req, NULL, 0, "1234", NULL, 0)
+			      : fuse_add_direntry(r->req, NULL, 0, "1234", NULL, 0);
+
+	return (r->size - r->used) / most * MIN_RAW_ENTRY;
+}
+
+/* Converts source entries into the reply until it is full. Only what fits
+ * is read: procfs makes each entry it lists (a task/ of 10,000 threads
+ * costs it milliseconds), and what was read past the reply would be read
+ * again by the next request, from a seek that makes procfs find its place
+ * in the list from the start. So the source's position stays at the last
+ * entry sent, where the next request of a listing goes on (h->at). */
+static int fill_entries(struct dir_reply *r, struct dir_handle *h)
 {
 	char *raw = thread_buf(BUF_SOURCE, r->size);
 	struct dedup_listing dl;
+	size_t budget;
 
 	if (!raw)
 		return -ENOMEM;
 	dedup_listing_init(r->dir, &dl);
-	for (;;) {
-		ssize_t got = source_entries(h, raw, r->size);
+	while ((budget = raw_budget(r)) >= MIN_RAW_ENTRY) {
+		ssize_t got = source_entries(h, raw, budget);
 
-		if (got <= 0)
-			return got < 0 ? -errno : 0;
+		if (got <= 0) /* EINVAL: the next entry is longer than the budget */
+			return got < 0 && errno != EINVAL ? -errno : 0;
 		for (ssize_t pos = 0; pos < got;) {
 			struct dirent64 *de = (struct dirent64 *)(raw + pos);
 
 			if (!is_fd_name(de->d_name, h->own_fd) &&
 			    !dir_reply_add(r, de->d_name, dedup_dtype(&dl, de->d_name, de->d_type),
-					   de->d_ino, de->d_off))
+					   de->d_ino, de->d_off)) {
+				h->at = -1; /* read past the reply after all: seek next time */
 				return 0;
+			}
+			h->at = de->d_off;
 			pos += de->d_reclen;
 		}
 	}
+	return 0;
+}
+
+/* Places the source at off, unless it is there already: a seek to
+ * elsewhere makes procfs look for the place from the start of the list. */
+static int seek_source(struct dir_handle *h, off_t off)
+{
+	if (h->at == off)
+		return 0;
+	h->at = -1;
+	if (lseek(h->head.fd, off, SEEK_SET) < 0)
+		return -errno;
+	h->at = off;
+	return 0;
 }
 
 /* A listing of the request's directory from offset off, as the caller;
@@ -192,9 +230,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 		pthread_mutex_lock(&h->lock);
 		if (thread_dir_listed(rq.node))
 			r = thread_dir_fill(&reply, off);
-		else if (lseek(h->head.fd, off, SEEK_SET) < 0)
-			r = -errno;
-		else
+		else if (!(r = seek_source(h, off)))
 			r = fill_entries(&reply, h);
 		pthread_mutex_unlock(&h->lock);
 	}

@@ -540,30 +540,34 @@ libc.syscall.restype = ctypes.c_long
 SYS_getdents64 = 217  # x86_64
 
 
-def small_getdents(path, bufsize, between=None):
-    """[(name, d_off)] read with getdents64(bufsize); `between` runs after each call."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def small_getdents(path, bufsize, between=None, with_type=False, calls_most=None):
+    """[(name, d_off)] (with_type: [(name, d_type, d_off)]) read with getdents64(bufsize)
+    from path, or from an open directory fd on from its position; `between` runs after
+    each call; calls_most: stop after that many."""
+    fd = path if isinstance(path, int) else os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     buf = ctypes.create_string_buffer(bufsize)
     out, calls = [], 0
     try:
-        while True:
+        while calls_most is None or calls < calls_most:
             n = libc.syscall(SYS_getdents64, fd, buf, bufsize)
             if n < 0:
                 raise OSError(ctypes.get_errno(), "getdents64")
             if n == 0:
-                return out, calls
+                break
             calls += 1
             raw, pos = buf.raw[:n], 0
             while pos < n:
                 off = int.from_bytes(raw[pos + 8:pos + 16], "little", signed=True)
                 reclen = int.from_bytes(raw[pos + 16:pos + 18], "little")
                 name = raw[pos + 19:pos + reclen].split(b"\0", 1)[0].decode()
-                out.append((name, off))
+                out.append((name, raw[pos + 18], off) if with_type else (name, off))
                 pos += reclen
             if between:
                 between()
+        return out, calls
     finally:
-        os.close(fd)
+        if not isinstance(path, int):
+            os.close(fd)
 
 
 @pytest.fixture

@@ -11,19 +11,17 @@ import errno
 import json
 import os
 import re
-import shutil
-import signal
 import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import pytest
 
 from lib.procs import start_victim
+from lib.server_trace import server_calls
 
 
 @pytest.fixture(scope="module")
@@ -592,39 +590,6 @@ def many_fds():
     finally:
         p.stdin.close()
         p.wait(timeout=30)
-
-
-def _tracer_of(pid, tid):
-    try:
-        with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
-            return int(f.read().split("TracerPid:")[1].split()[0])
-    except (FileNotFoundError, ProcessLookupError):  # gone before or during the read
-        return None     # a worker that ended
-
-
-def server_calls(m, fn, calls=("readlinkat", "getdents64")):
-    """fn() run while strace -f watches every thread of m's server: how many of `calls` the
-    server made (the source operations of a scan of a directory)."""
-    if not shutil.which("strace"):
-        pytest.skip("strace is not installed")
-    server = m.server_pid()
-    tids = os.listdir("/proc/%d/task" % server)
-    with tempfile.NamedTemporaryFile(prefix="procfast-strace-") as out:
-        tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=" + ",".join(calls),
-                                   "-o", out.name, "-p", ",".join(tids)],
-                                  stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 20
-            while any(_tracer_of(server, t) not in (tracer.pid, None) for t in tids):
-                assert tracer.poll() is None and time.time() < deadline, "strace did not attach"
-                time.sleep(0.02)
-            fn()
-        finally:
-            tracer.send_signal(signal.SIGINT)
-            tracer.wait(timeout=30)
-        with open(out.name) as f:
-            pattern = re.compile(r"\d+ +(%s)\(" % "|".join(calls))
-            return sum(1 for line in f if pattern.match(line))
 
 
 def test_socket_fd_target_is_one_link_not_a_scan(mnt, many_fds):
