@@ -15,6 +15,10 @@
 #   release_pair_remove      removes that worktree (for the cleanup trap)
 #   samples_median "N N ..." the median of space-separated samples
 #   ns_us N, ratio_of A B    N ns in µs (1 decimal); A / B (2 decimals)
+#   as PERSONA CMD...        CMD as root, nocaps (root without capabilities), nobody,
+#                            or userns (the root of a user namespace of its own)
+#   wall_ms PERSONA SRC CMD  µs of CMD as PERSONA (root or nobody) with SRC bound
+#                            over /proc in a private mount namespace, output dropped
 #   settings SCRIPT VAR=DEFAULT...  each VAR from the environment, else DEFAULT;
 #                            INVOCATION: the command that runs SCRIPT so again
 . "$(dirname "${BASH_SOURCE[0]}")/results.sh"
@@ -67,6 +71,26 @@ release_pair() {
 
 release_pair_remove() {
 	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
+}
+
+as() {
+	local who=$1
+	shift
+	case $who in
+	root) "$@" ;;
+	nocaps) setpriv --inh-caps=-all --bounding-set=-all "$@" ;;
+	nobody) setpriv --reuid=65534 --regid=65534 --clear-groups "$@" ;;
+	userns) unshare -Ur "$@" ;;
+	esac
+}
+
+wall_ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	unshare -m --propagation private sh -c "mount --bind $2 /proc && exec setpriv $(
+		[[ $1 == nobody ]] && echo '--reuid=65534 --regid=65534 --clear-groups') $3" >/dev/null 2>&1
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000))
 }
 
 samples_median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -51,28 +51,8 @@ done
 sleep 600 &
 SLEEPER=$!
 
-as() { # PERSONA CMD...: runs CMD as that caller
-	local who=$1
-	shift
-	case $who in
-	root) "$@" ;;
-	nocaps) setpriv --inh-caps=-all --bounding-set=-all "$@" ;;
-	nobody) setpriv --reuid=65534 --regid=65534 --clear-groups "$@" ;;
-	userns) unshare -Ur "$@" ;;
-	esac
-}
-
 pread_ns() { # ARM PERSONA PID [FILE]
 	as "$2" "$WORK/readlat" pread "${MNT[$1]}/$3/${4:-stat}" "$COUNT" | cut -d' ' -f1
-}
-
-wall_ms() { # PERSONA SRC CMD: ms of CMD with SRC bound over /proc
-	local t0 t1
-	t0=$(date +%s%N)
-	unshare -m --propagation private sh -c "mount --bind $2 /proc && exec setpriv $(
-		[[ $1 == nobody ]] && echo '--reuid=65534 --regid=65534 --clear-groups') $3" >/dev/null 2>&1
-	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 1000))
 }
 
 declare -A S

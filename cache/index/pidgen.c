@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cache/index/pid_view.h"
+#include "cache/index/pidfd_kept.h"
 #include "fs/lib/cleanup.h"
 #include "fs/lib/kernel_feature.h"
 #include "fs/lib/proc_fields.h"
@@ -87,16 +88,25 @@ struct task_state {
 };
 
 /* One pidfd answers both: its inode is the generation, and it polls
- * readable once the task exited. */
+ * readable once the task exited. One of a running task is kept for the
+ * next probe (pidfd_kept.h). */
 static void probe_pidfd(pid_t pid, struct task_state *ts)
 {
 	struct stat st;
-	__do_close int fd = task_pidfd(pid, PIDFD_THREAD);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p;
 
+	if (pidfd_kept_running(pid, &ts->gen)) {
+		ts->err = ts->exited = 0;
+		return;
+	}
+	__do_close int fd = task_pidfd(pid, PIDFD_THREAD);
+
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ts->err = fd < 0 ? (procfile_out_of_resources(errno) ? -errno : -ENOENT) : fstat(fd, &st) ? -ENOENT : 0;
 	ts->gen = ts->err ? 0 : st.st_ino;
 	ts->exited = ts->err || poll(&p, 1, 0) != 0;
+	if (!ts->exited)
+		pidfd_kept_put(pid, &fd, ts->gen);
 }
 
 /* The state and start time from PID/stat. */

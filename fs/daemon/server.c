@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cache/index/pid_view.h"
+#include "cache/index/pidfd_kept.h"
 #include "cache/index/pidgen.h"
 #include "cache/index/proc_events.h"
 #include "cache/nodes/node.h"
@@ -87,6 +88,10 @@ static int start_resources(void *ctx)
 	return 0;
 }
 
+/* Of the fds the daemon keeps for its own work, the share of kept pidfds
+ * (cache/index/pidfd_kept.h): 64 of the fewest it keeps (256). */
+#define PIDFD_KEPT_DIVISOR 4
+
 /* Each caller's share of the daemon's fds and threads (fs/caller/fair.h), from
  * the fd limit it starts with and the threads that will serve. */
 static int start_shares(void *ctx)
@@ -95,6 +100,7 @@ static int start_shares(void *ctx)
 	struct fair_config c = { .handles_per_uid = s->o->max_handles_per_uid,
 				 .handles_per_container = s->o->max_handles_per_container,
 				 .busy_per_uid = s->o->max_busy_per_uid };
+	struct fair_limits l;
 	struct rlimit rl;
 
 	c.fd_limit = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ? 1024 : rl.rlim_cur;
@@ -104,7 +110,17 @@ static int start_shares(void *ctx)
 		c.ring_threads = s->o->uring_threads;
 	}
 	fair_init(&c, uring_thread_queue);
+	fair_limits_of(&c, &l);
+	/* a share of the fds the daemon keeps for its own work */
+	if (pidfd_kept_init(l.fd_reserve / PIDFD_KEPT_DIVISOR))
+		log_warn("no pidfds kept: out of memory");
 	return 0;
+}
+
+static void stop_shares(void *ctx)
+{
+	(void)ctx;
+	pidfd_kept_destroy();
 }
 
 static int start_signals(void *ctx)
@@ -266,7 +282,7 @@ static void stop_timers(void *ctx)
 static const struct step server_steps[] = {
 	{ "helpers", start_helpers, stop_helpers },
 	{ "resources", start_resources, NULL },
-	{ "shares", start_shares, NULL },
+	{ "shares", start_shares, stop_shares },
 	{ "signals", start_signals, stop_signals },
 	{ "node table", start_nodes, stop_nodes },
 	{ "node record", take_nodes_before, leave_nodes },

@@ -174,14 +174,16 @@ def daemon_fds(pid):
 
 
 def held_fds(pid):
-    """The daemon's fds other than /dev/fuse: libfuse's clone_fd gives every worker
-    thread its own /dev/fuse clone, and workers come and go with the load, so those say
-    nothing about what the daemon holds for its callers."""
+    """The daemon's fds other than /dev/fuse and pidfds: libfuse's clone_fd gives every
+    worker thread its own /dev/fuse clone, and workers come and go with the load; the
+    daemon keeps a pidfd of processes it was asked about, in a bounded table of its own
+    fds (cache/index/pidfd_kept.h, tests/unit/test_pidfd_kept.c), closed as they exit or
+    others take their place. Neither says what the daemon holds for its callers."""
     d = "/proc/%d/fd" % pid
     n = 0
     for fd in os.listdir(d):
         try:
-            n += os.readlink(os.path.join(d, fd)) != "/dev/fuse"
+            n += os.readlink(os.path.join(d, fd)) not in ("/dev/fuse", "anon_inode:[pidfd]")
         except FileNotFoundError:
             pass  # closed while we looked
     return n
