@@ -150,6 +150,10 @@ static int is_fd_name(const char *name, int fd)
  * to 4 characters), and for those the reply's entry is the largest in
  * proportion (in READDIRPLUS format, 6.7 times). */
 #define MIN_RAW_ENTRY 24
+/* and at most this (a name of 255 characters): a getdents64 of a buffer
+ * this large that fails with EINVAL fails for another reason (procfs's
+ * net/ of a zombie), which is the listing's answer */
+#define MAX_RAW_ENTRY 280
 static size_t raw_budget(const struct dir_reply *r)
 {
 	size_t most = r->plus ? fuse_add_direntry_plus(r->req, NULL, 0, "1234", NULL, 0)
@@ -176,8 +180,10 @@ static int fill_entries(struct dir_reply *r, struct dir_handle *h)
 	while ((budget = raw_budget(r)) >= MIN_RAW_ENTRY) {
 		ssize_t got = source_entries(h, raw, budget);
 
-		if (got <= 0) /* EINVAL: the next entry is longer than the budget */
-			return got < 0 && errno != EINVAL ? -errno : 0;
+		if (got < 0 && (errno != EINVAL || budget >= MAX_RAW_ENTRY))
+			return -errno;
+		if (got <= 0) /* or EINVAL: the next entry is longer than the budget */
+			return 0;
 		for (ssize_t pos = 0; pos < got;) {
 			struct dirent64 *de = (struct dirent64 *)(raw + pos);
 
