@@ -73,6 +73,29 @@ release_pair_remove() {
 	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
 }
 
+# Mounts release_pair's builds at $WORK/mnt-before (BASE) and $WORK/mnt-after (this
+# tree), filling the caller's associative arrays MNT and DAEMON by arm.
+start_pair() { # CALLER URING
+	local arm bin
+	for arm in before after; do
+		MNT[$arm]=$WORK/mnt-$arm
+		mkdir -p "${MNT[$arm]}"
+		bin=$WORK/base-build/procfast
+		[[ $arm == after ]] && bin=$WORK/cur-build/procfast
+		"$bin" -f -o "norestart,uring=$2" "${MNT[$arm]}" 2>"$WORK/$arm.log" &
+		DAEMON[$arm]=$!
+		for _ in $(seq 100); do mountpoint -q "${MNT[$arm]}" && break; sleep 0.05; done
+		mountpoint -q "${MNT[$arm]}" || { echo "$1: $arm not mounted" >&2; exit 1; }
+	done
+}
+
+stop_pair() {
+	local arm
+	for arm in "${!MNT[@]}"; do unmount_all "${MNT[$arm]}"; done
+	for arm in "${!DAEMON[@]}"; do kill "${DAEMON[$arm]}" 2>/dev/null || true; done
+	release_pair_remove
+}
+
 as() {
 	local who=$1
 	shift

@@ -25,11 +25,8 @@ read -r -a FILE_LIST <<<"$FILES"
 
 declare -A MNT DAEMON
 cleanup() {
-	local arm
-	for arm in "${!MNT[@]}"; do unmount_all "${MNT[$arm]}"; done
-	for arm in "${!DAEMON[@]}"; do kill "${DAEMON[$arm]}" 2>/dev/null || true; done
+	stop_pair
 	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
-	release_pair_remove
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -38,16 +35,7 @@ trap 'exit 130' INT TERM
 release_pair "$BASE"
 chmod 755 "$WORK" "$WORK/readlat"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-for arm in before after; do
-	MNT[$arm]=$WORK/mnt-$arm
-	mkdir -p "${MNT[$arm]}"
-	bin=$WORK/base-build/procfast
-	[[ $arm == after ]] && bin=$WORK/cur-build/procfast
-	"$bin" -f -o "norestart,uring=$URING" "${MNT[$arm]}" 2>"$WORK/$arm.log" &
-	DAEMON[$arm]=$!
-	for _ in $(seq 100); do mountpoint -q "${MNT[$arm]}" && break; sleep 0.05; done
-	mountpoint -q "${MNT[$arm]}" || { echo "identity.sh: $arm not mounted" >&2; exit 1; }
-done
+start_pair identity.sh "$URING"
 sleep 600 &
 SLEEPER=$!
 
