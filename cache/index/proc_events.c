@@ -243,8 +243,13 @@ static size_t nnotices, notices_cap;
 static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t notice_cond = PTHREAD_COND_INITIALIZER;
 static int notices_closed;
-static int notifier_joined;
+static int notifier_started, notifier_joined;
 static pthread_t notifier;
+/* Two threads stop the notifier: the drainer at a stop signal (quiesce) and
+ * the server's stop after its loop ends (an unmount). Both come together when
+ * a signal follows an unmount, and a thread joined twice is undefined: glibc
+ * marks a joined thread's tid -1, and the second join waited on it forever. */
+static pthread_mutex_t notifier_join_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
 {
@@ -655,8 +660,10 @@ int proc_events_run(void)
 	kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (stop_fd < 0 || kick_fd < 0)
 		return -errno;
+	notices_closed = notifier_joined = 0;
 	if (pthread_create(&notifier, NULL, notify_loop, NULL))
 		return -EAGAIN;
+	notifier_started = 1;
 	running = 1;
 	if (pthread_create(&thread, NULL, listen_loop, NULL)) {
 		running = 0;
@@ -669,19 +676,27 @@ int proc_events_run(void)
 	return 0;
 }
 
+/* Closes the queue (its notices dropped) and joins the notifier, once. */
+static void join_notifier(void)
+{
+	pthread_mutex_lock(&notifier_join_lock);
+	if (notifier_started && !notifier_joined) {
+		pthread_mutex_lock(&notice_lock);
+		notices_closed = 1;
+		free(notices);
+		notices = NULL;
+		nnotices = notices_cap = 0;
+		pthread_cond_signal(&notice_cond);
+		pthread_mutex_unlock(&notice_lock);
+		pthread_join(notifier, NULL);
+		notifier_joined = 1;
+	}
+	pthread_mutex_unlock(&notifier_join_lock);
+}
+
 void proc_events_stop_notices(void)
 {
-	if (kick_fd < 0 || notifier_joined)
-		return;
-	pthread_mutex_lock(&notice_lock);
-	notices_closed = 1;
-	free(notices);
-	notices = NULL;
-	nnotices = notices_cap = 0;
-	pthread_cond_signal(&notice_cond);
-	pthread_mutex_unlock(&notice_lock);
-	pthread_join(notifier, NULL);
-	notifier_joined = 1;
+	join_notifier();
 }
 
 void proc_events_stop(void)
@@ -697,20 +712,11 @@ void proc_events_stop(void)
 			log_err("cannot stop the event listener: %s", strerror(errno));
 		pthread_join(thread, NULL);
 	}
-	if (kick_fd >= 0 && !notifier_joined) { /* the notifier was started too */
-		pthread_mutex_lock(&notice_lock);
-		notices_closed = 1;
-		pthread_cond_signal(&notice_cond);
-		pthread_mutex_unlock(&notice_lock);
-		pthread_join(notifier, NULL);
-	}
+	join_notifier();
 	if (stop_fd >= 0)
 		close(stop_fd);
 	if (kick_fd >= 0)
 		close(kick_fd);
 	stop_fd = kick_fd = -1;
-	free(notices);
-	notices = NULL;
-	nnotices = notices_cap = 0;
 	close_socket();
 }

@@ -132,6 +132,7 @@ static int start_signals(void *ctx)
 
 static void stop_signals(void *ctx)
 {
+	drain_stop();
 	fuse_remove_signal_handlers(((struct server *)ctx)->se);
 }
 

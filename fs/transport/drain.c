@@ -24,6 +24,8 @@ static atomic_int waiting;
 static atomic_int readers[MAX_READERS];
 static _Thread_local int my_slot = -1;
 static int stop_pipe[2] = { -1, -1 };
+static pthread_t drainer_thread;
+static int drainer_started;
 
 static int enter(void)
 {
@@ -113,6 +115,8 @@ static void *drainer(void *arg)
 	(void)arg;
 	while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR)
 		;
+	if (!sig) /* drain_stop: the server stops without a signal */
+		return NULL;
 	if (quiesce_fn)
 		quiesce_fn();
 	atomic_store(&no_waits, 1);
@@ -151,7 +155,6 @@ static int handle(int sig, void (*fn)(int))
 
 int drain_init(struct fuse_session *se, void (*quiesce)(void))
 {
-	pthread_t t;
 	int r;
 
 	session = se;
@@ -159,11 +162,27 @@ int drain_init(struct fuse_session *se, void (*quiesce)(void))
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) ||
 	    fcntl(stop_pipe[0], F_SETFL, 0)) /* the drainer blocks, the handler does not */
 		return -errno;
-	if ((r = pthread_create(&t, NULL, drainer, NULL)))
+	if ((r = pthread_create(&drainer_thread, NULL, drainer, NULL)))
 		return -r;
-	pthread_detach(t);
+	drainer_started = 1;
 	if ((r = handle(WAKE_SIGNAL, on_wake)) || (r = handle(SIGTERM, on_stop)) ||
 	    (r = handle(SIGINT, on_stop)) || (r = handle(SIGHUP, on_stop)))
 		return r;
 	return 0;
+}
+
+/* An unmount ends the loop without a signal, and a signal may come while the
+ * server stops: the drainer, which ends the session, must be done before the
+ * session is destroyed. */
+void drain_stop(void)
+{
+	char end = 0;
+
+	if (!drainer_started)
+		return;
+	if (write(stop_pipe[1], &end, 1) < 0) {
+		/* full: a signal's byte is there, and the drainer ends after it */
+	}
+	pthread_join(drainer_thread, NULL);
+	drainer_started = 0;
 }

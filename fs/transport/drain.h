@@ -23,6 +23,10 @@
  * quiesce ends what writes notifications on its own. 0, or -errno. */
 int drain_init(struct fuse_session *se, void (*quiesce)(void));
 
+/* At the server's stop, before the session is destroyed: ends the drainer,
+ * waiting for a drain under way. */
+void drain_stop(void);
+
 /* Around a request's wait for the kernel's locks (invalidate.h's guard):
  * 0 once the server stops (the request must not wait), else 1 and
  * drain_wait_end after. */

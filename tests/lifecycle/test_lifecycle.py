@@ -1,6 +1,7 @@
 """The daemon's life as users run it: in the background, usable as soon as the command
 returns, gone after the unmount; and its one-line errors."""
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -35,6 +36,44 @@ def test_background_mount_is_usable_then_daemon_exits_on_unmount():
                     open("/proc/%d/stat" % pid).read().split(") ")[1][0] != "Z":
                 assert time.time() < deadline, "daemon still running after unmount"
                 time.sleep(0.05)
+    finally:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+        os.rmdir(m)
+
+
+def test_a_stop_signal_while_an_unmount_stops_the_server():
+    """systemd's stop, or a script's cleanup, sends SIGTERM right after an unmount: the
+    signal's drain and the unmount's stop run together, and both end the event notifier
+    (a daemon was left behind, unmounted, joining it twice: tests/unit/
+    test_proc_events_stop.c makes that race certain). Each round the signal comes a little
+    later into the stop; the daemon must end, with 0, every time."""
+    m = tempfile.mkdtemp(prefix="procfast-test-")
+    try:
+        for delay_ms in range(8):
+            proc = subprocess.Popen([BIN, "-f", "-o", "norestart", m], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            deadline = time.time() + 10
+            while not os.path.ismount(m):
+                assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+                time.sleep(0.01)
+            for name in os.listdir(m)[:40]:  # nodes the kernel holds, and their notices
+                try:
+                    with open(os.path.join(m, name, "stat")) as f:
+                        f.read()
+                except OSError:
+                    pass
+            subprocess.run(["umount", m], check=True)
+            time.sleep(delay_ms / 1000)
+            proc.send_signal(signal.SIGTERM)
+            try:
+                rc = proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise AssertionError("the daemon did not end: signal %d ms after the unmount"
+                                     % delay_ms)
+            assert rc == 0, (delay_ms, proc.stderr.read())
+            proc.stderr.close()
     finally:
         subprocess.run(["umount", "-l", m], capture_output=True)
         os.rmdir(m)
