@@ -8,13 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fs/lib/clock.h"
+#include "fs/lib/fusectl.h"
 #include "fs/lib/log.h"
 
 static const struct {
@@ -56,23 +55,8 @@ static struct {
 } daemons[RNS_KINDS];
 static int daemon_cwd = -1;
 
-/* fusectl's directory of connections (/sys/fs/fuse/connections): a mount of
- * its own, attached nowhere, so that it is there whatever the host mounted;
- * else the host's; -1 when neither can be had. */
+/* fusectl's root (fs/lib/fusectl.h), or -1 */
 static int fusectl = -1;
-
-static int fusectl_open(void)
-{
-	int fs = (int)syscall(SYS_fsopen, "fusectl", FSOPEN_CLOEXEC), mnt = -1;
-
-	if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
-	if (fs >= 0)
-		close(fs);
-	if (mnt < 0)
-		mnt = open("/sys/fs/fuse/connections", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	return mnt;
-}
 
 /* Whether a root directory lies in a FUSE mount: entering it (fchdir,
  * chroot) would ask that mount's server for its permission, and that server
@@ -176,7 +160,7 @@ int reader_ns_init(int selfproc)
 {
 	self_proc = selfproc;
 	daemon_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if ((fusectl = fusectl_open()) < 0)
+	if ((fusectl = fusectl_dir()) < 0)
 		log_warn("no fusectl: a reader whose root is on any anonymous device (overlay, "
 			 "tmpfs, FUSE) gets EPERM for what procfs shows relative to its root");
 	for (int k = 0; k < RNS_KINDS; k++) {

@@ -14,6 +14,7 @@
 #include "fs/daemon/daemon.h"
 #include "fs/daemon/options.h"
 #include "fs/daemon/privileges.h"
+#include "fs/lib/fusectl.h"
 #include "fs/lib/log.h"
 #include "fs/supervisor/handover.h"
 #include "fs/supervisor/supervisor.h"
@@ -160,6 +161,7 @@ int main(int argc, char *argv[])
 	/* Before any thread or child: every process of the daemon inherits it. */
 	if ((r = privileges_drop_keyrings()) && r != -ENOSYS)
 		log_warn("cannot leave the session keyring: %s", strerror(-r));
+	fusectl_dir(); /* while this process may mount one of its own; inherited too */
 	if ((r = parse(&d)) < 0)
 		r = dispatch(&d);
 	handover_forget(&handed);

@@ -20,9 +20,8 @@
 #include <unistd.h>
 
 #include "fs/lib/cleanup.h"
+#include "fs/lib/fusectl.h"
 #include "fs/lib/log.h"
-
-#define FUSECTL "/sys/fs/fuse/connections"
 
 /* The kernel says POLLERR on a session fd once its connection is over. */
 int fuse_conn_gone(int fd)
@@ -35,15 +34,16 @@ int fuse_conn_gone(int fd)
 unsigned fuse_conn_number(const char *path)
 {
 	struct statx stx;
-	char dir[64];
+	char name[16];
 
 	/* no attribute asked: FUSE answers from the inode, with no request */
 	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, 0, &stx) ||
 	    stx.stx_dev_major != 0) /* FUSE's devices are anonymous */
 		return 0;
 	/* only a FUSE connection has a directory there */
-	snprintf(dir, sizeof(dir), FUSECTL "/%u", stx.stx_dev_minor);
-	return access(dir, F_OK) ? 0 : stx.stx_dev_minor;
+	snprintf(name, sizeof(name), "%u", stx.stx_dev_minor);
+	return fusectl_dir() >= 0 && faccessat(fusectl_dir(), name, F_OK, 0) == 0
+		       ? stx.stx_dev_minor : 0;
 }
 
 /* The abort file is opened before the connection is seen to be up: a
@@ -52,14 +52,14 @@ unsigned fuse_conn_number(const char *path)
 void fuse_conn_abort(int fd, unsigned conn)
 {
 	char path[64];
+	int ctl = fusectl_dir(), err;
 	__do_close int a = -1;
-	int err;
 
 	if (!conn)
 		return;
-	snprintf(path, sizeof(path), FUSECTL "/%u/abort", conn);
-	a = open(path, O_WRONLY | O_CLOEXEC);
-	err = a < 0 ? errno : 0;
+	snprintf(path, sizeof(path), "%u/abort", conn);
+	a = ctl < 0 ? -1 : openat(ctl, path, O_WRONLY | O_CLOEXEC);
+	err = ctl < 0 ? -ctl : a < 0 ? errno : 0;
 	if (fuse_conn_gone(fd))
 		return;
 	if (!err && write(a, "1", 1) != 1)

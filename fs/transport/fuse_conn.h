@@ -7,8 +7,8 @@
 int fuse_conn_gone(int fd);
 
 /* The fusectl number of the FUSE mount at path, read without a request to its
- * server (which may be dead); 0 where path is no FUSE mount, or fusectl is not
- * mounted. */
+ * server (which may be dead); 0 where path is no FUSE mount, or there is no
+ * fusectl to be had (fs/lib/fusectl.h). */
 unsigned fuse_conn_number(const char *path);
 
 /* Ends the connection numbered conn, which session fd fd belongs to: every

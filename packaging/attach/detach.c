@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fs/lib/cleanup.h"
+#include "fs/lib/fusectl.h"
 #include "packaging/attach/mountinfo.h"
 #include "packaging/attach/report.h"
 
@@ -45,17 +46,12 @@ static int find_view(const struct mount_entry *e, void *arg)
 static int open_abort(int minor)
 {
 	char name[32];
-	__do_close int fs = fsopen("fusectl", FSOPEN_CLOEXEC);
-	__do_close int mnt = -1;
-	int fd;
+	int ctl = fusectl_dir(), fd;
 
-	if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
-		return -errno;
-	mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0);
-	if (mnt < 0)
-		return -errno;
+	if (ctl < 0)
+		return ctl;
 	snprintf(name, sizeof(name), "%d/abort", minor);
-	fd = openat(mnt, name, O_WRONLY | O_CLOEXEC);
+	fd = openat(ctl, name, O_WRONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
