@@ -26,6 +26,8 @@ static _Thread_local int my_slot = -1;
 static int stop_pipe[2] = { -1, -1 };
 static pthread_t drainer_thread;
 static int drainer_started;
+/* The server's loop has ended (drain_stop): nothing is left to drain. */
+static atomic_int loop_over;
 
 static int enter(void)
 {
@@ -82,7 +84,7 @@ static int wait_until_zero(atomic_int *count, int wake)
 {
 	int left = 1;
 
-	for (int ms = 0; ms < DRAIN_WAIT_MS; ms++) {
+	for (int ms = 0; ms < DRAIN_WAIT_MS && !atomic_load(&loop_over); ms++) {
 		left = wake ? readers_left(1) : atomic_load(count);
 		if (!left)
 			break;
@@ -115,15 +117,15 @@ static void *drainer(void *arg)
 	(void)arg;
 	while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR)
 		;
-	if (!sig) /* drain_stop: the server stops without a signal */
+	if (!sig || atomic_load(&loop_over)) /* drain_stop: the loop ended already */
 		return NULL;
 	if (quiesce_fn)
 		quiesce_fn();
 	atomic_store(&no_waits, 1);
-	if ((left = wait_until_zero(&waiting, 0)))
+	if ((left = wait_until_zero(&waiting, 0)) && !atomic_load(&loop_over))
 		log_warn("stopping with %d requests waiting for the kernel's locks", left);
 	atomic_store(&draining, 1);
-	if ((left = wait_until_zero(NULL, 1)))
+	if ((left = wait_until_zero(NULL, 1)) && !atomic_load(&loop_over))
 		log_warn("stopping with %d reads of the connection still under way", left);
 	fuse_session_exit(session);
 	return NULL;
@@ -173,13 +175,15 @@ int drain_init(struct fuse_session *se, void (*quiesce)(void))
 
 /* An unmount ends the loop without a signal, and a signal may come while the
  * server stops: the drainer, which ends the session, must be done before the
- * session is destroyed. */
+ * session is destroyed. With the loop over, a drain under way has nothing
+ * left to wait for (its waits would hold the stop for seconds). */
 void drain_stop(void)
 {
 	char end = 0;
 
 	if (!drainer_started)
 		return;
+	atomic_store(&loop_over, 1);
 	if (write(stop_pipe[1], &end, 1) < 0) {
 		/* full: a signal's byte is there, and the drainer ends after it */
 	}

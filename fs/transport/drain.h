@@ -23,8 +23,8 @@
  * quiesce ends what writes notifications on its own. 0, or -errno. */
 int drain_init(struct fuse_session *se, void (*quiesce)(void));
 
-/* At the server's stop, before the session is destroyed: ends the drainer,
- * waiting for a drain under way. */
+/* At the server's stop, once its loop ended and before the session is
+ * destroyed: ends the drainer, and a drain under way without its waits. */
 void drain_stop(void);
 
 /* Around a request's wait for the kernel's locks (invalidate.h's guard):
