@@ -2,6 +2,7 @@
 #include "fs/transport/transport.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,6 +148,14 @@ static int ask_for_rings(struct iovec *iov, int count)
 	return 1;
 }
 
+/* libfuse's loop, ended by an unmount, cancels the workers still in their
+ * read: the drain must not wait for them (fs/transport/drain.h). */
+static void read_cancelled(void *unused)
+{
+	(void)unused;
+	drain_read_end();
+}
+
 static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 {
 	const struct fuse_in_header *in = buf;
@@ -154,8 +163,9 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 
 	if (drain_read_begin())
 		return -1;
+	pthread_cleanup_push(read_cancelled, NULL);
 	n = read(fd, buf, len);
-	drain_read_end();
+	pthread_cleanup_pop(1);
 
 	(void)userdata;
 	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT) {
