@@ -13,6 +13,10 @@
 #                            worktree $WORK/base-src) and of this tree
 #                            ($WORK/cur-build), and bench/readlat.c ($WORK/readlat)
 #   release_pair_remove      removes that worktree (for the cleanup trap)
+#   start_pair CALLER URING BASE  release_pair BASE, LOAD_BEFORE, and both builds
+#                            mounted (-o norestart,uring=URING): the caller's
+#                            associative arrays MNT and DAEMON, by arm before/after
+#   stop_pair                unmounts and stops them, and release_pair_remove
 #   samples_median "N N ..." the median of space-separated samples
 #   ns_us N, ratio_of A B    N ns in µs (1 decimal); A / B (2 decimals)
 #   as PERSONA CMD...        CMD as root, nocaps (root without capabilities), nobody,
@@ -73,10 +77,14 @@ release_pair_remove() {
 	git -C "$ROOT" worktree remove --force "$WORK/base-src" 2>/dev/null || true
 }
 
-# Mounts release_pair's builds at $WORK/mnt-before (BASE) and $WORK/mnt-after (this
-# tree), filling the caller's associative arrays MNT and DAEMON by arm.
-start_pair() { # CALLER URING
+# Builds BASE and this tree (release_pair), takes the load average (LOAD_BEFORE) and
+# mounts the builds at $WORK/mnt-before (BASE) and $WORK/mnt-after (this tree),
+# filling the caller's associative arrays MNT and DAEMON by arm.
+start_pair() { # CALLER URING BASE
 	local arm bin
+	release_pair "$3"
+	chmod 755 "$WORK" "$WORK/readlat"
+	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	for arm in before after; do
 		MNT[$arm]=$WORK/mnt-$arm
 		mkdir -p "${MNT[$arm]}"

@@ -32,10 +32,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-release_pair "$BASE"
-chmod 755 "$WORK" "$WORK/readlat"
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-start_pair identity.sh "$URING"
+start_pair identity.sh "$URING" "$BASE"
 sleep 600 &
 SLEEPER=$!
 

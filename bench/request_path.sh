@@ -44,10 +44,7 @@ if [[ $URING != off ]]; then
 	trap 'echo "$URING_WAS" >"$URING_PARAM"; cleanup' EXIT
 fi
 
-release_pair "$BASE"
-chmod 755 "$WORK" "$WORK/readlat"
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-start_pair request_path.sh "$URING"
+start_pair request_path.sh "$URING" "$BASE"
 sleep 3600 &
 SLEEPER=$!
 
