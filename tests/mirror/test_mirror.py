@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from lib.mount import SAME_UID_AT_ONCE
 from lib.procs import start_victim
 from lib.server_trace import server_calls
 
@@ -635,7 +636,8 @@ def test_socket_fd_targets_from_many_threads(mnt, many_fds):
             if got != want[n]:
                 bad.append((n, got))
 
-    threads = [threading.Thread(target=loop, args=(socks[i::8],)) for i in range(8)]
+    threads = [threading.Thread(target=loop, args=(socks[i::SAME_UID_AT_ONCE],))
+               for i in range(SAME_UID_AT_ONCE)]
     for t in threads:
         t.start()
     for t in threads:
@@ -703,7 +705,7 @@ def test_thread_self_from_other_threads(mnt):
                           os.readlink("/proc/thread-self"))
         except Exception as e:  # reported below
             results[i] = e
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(SAME_UID_AT_ONCE)]
     for t in threads:
         t.start()
     for t in threads:
@@ -713,7 +715,8 @@ def test_thread_self_from_other_threads(mnt):
         got, want, real = r
         assert got == want, "thread %d" % i
         assert got[1] == real
-    assert len({r[1][1] for r in results.values()}) == 4  # four distinct tids were checked
+    # as many distinct tids were checked
+    assert len({r[1][1] for r in results.values()}) == SAME_UID_AT_ONCE
 
 
 SELF_SNIPPET = r"""
