@@ -79,18 +79,16 @@ void drain_wait_end(void)
 
 static int readers_left(int wake);
 
-/* Each step bounded: a stop must come even if something never ends. */
+/* Each step bounded: a stop must come even if something never ends. Once
+ * the loop is over, nothing is left to wait for: 0. */
 static int wait_until_zero(atomic_int *count, int wake)
 {
-	int left = 1;
-
 	for (int ms = 0; ms < DRAIN_WAIT_MS && !atomic_load(&loop_over); ms++) {
-		left = wake ? readers_left(1) : atomic_load(count);
-		if (!left)
-			break;
+		if (!(wake ? readers_left(1) : atomic_load(count)))
+			return 0;
 		usleep(1000);
 	}
-	return left;
+	return atomic_load(&loop_over) ? 0 : (wake ? readers_left(0) : atomic_load(count));
 }
 
 static int readers_left(int wake)
@@ -112,7 +110,7 @@ static int readers_left(int wake)
 static void *drainer(void *arg)
 {
 	char sig = 0;
-	int left = 1;
+	int left;
 
 	(void)arg;
 	while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR)
@@ -122,10 +120,10 @@ static void *drainer(void *arg)
 	if (quiesce_fn)
 		quiesce_fn();
 	atomic_store(&no_waits, 1);
-	if ((left = wait_until_zero(&waiting, 0)) && !atomic_load(&loop_over))
+	if ((left = wait_until_zero(&waiting, 0)))
 		log_warn("stopping with %d requests waiting for the kernel's locks", left);
 	atomic_store(&draining, 1);
-	if ((left = wait_until_zero(NULL, 1)) && !atomic_load(&loop_over))
+	if ((left = wait_until_zero(NULL, 1)))
 		log_warn("stopping with %d reads of the connection still under way", left);
 	fuse_session_exit(session);
 	return NULL;
