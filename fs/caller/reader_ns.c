@@ -55,7 +55,7 @@ static struct {
 } daemons[RNS_KINDS];
 static int daemon_cwd = -1;
 
-/* fusectl's root (fs/lib/fusectl.h), or -1 */
+/* fusectl's root (fs/lib/fusectl.h), or -errno when there is none */
 static int fusectl = -1;
 
 /* Whether a root directory lies in a FUSE mount: entering it (fchdir,

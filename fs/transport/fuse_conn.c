@@ -35,6 +35,7 @@ unsigned fuse_conn_number(const char *path)
 {
 	struct statx stx;
 	char name[16];
+	int ctl = fusectl_dir();
 
 	/* no attribute asked: FUSE answers from the inode, with no request */
 	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, 0, &stx) ||
@@ -42,7 +43,7 @@ unsigned fuse_conn_number(const char *path)
 		return 0;
 	/* only a FUSE connection has a directory there */
 	snprintf(name, sizeof(name), "%u", stx.stx_dev_minor);
-	return fusectl_dir() >= 0 && faccessat(fusectl_dir(), name, F_OK, 0) == 0
+	return ctl >= 0 && faccessat(ctl, name, F_OK, 0) == 0
 		       ? stx.stx_dev_minor : 0;
 }
 
