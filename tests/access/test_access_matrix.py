@@ -22,21 +22,10 @@ import pytest
 from lib.build import HELPERS, ROOT
 from lib.kernel import has_fuse_passthrough
 from lib.mount import Mount, is_ns_helper
+from lib.users import setpriv_root, setpriv_user
 
 TARGET_BIN = os.path.join(HELPERS, "matrix_target")
 PROBE = os.path.join(ROOT, "tests", "helpers", "matrix_probe.py")
-
-
-def setpriv_user(uid):
-    """An unprivileged user: its uid and gid, no groups, no capabilities."""
-    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
-            "--inh-caps=-all"]
-
-
-def setpriv_root(caps):
-    """uid 0 holding only caps: root's execve gives it its bounding set."""
-    return ["setpriv", "--inh-caps=-all",
-            "--bounding-set=" + ",".join(["-all"] + ["+" + c for c in caps])]
 
 
 # podman's and docker's default set

@@ -2,3 +2,15 @@
 
 NOBODY = 65534
 OTHER = 23456          # a second unprivileged uid, owns a process the test starts
+
+
+def setpriv_user(uid):
+    """An unprivileged user: its uid and gid, no groups, no capabilities."""
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
+            "--inh-caps=-all"]
+
+
+def setpriv_root(caps):
+    """uid 0 holding only caps: root's execve gives it its bounding set."""
+    return ["setpriv", "--inh-caps=-all",
+            "--bounding-set=" + ",".join(["-all"] + ["+" + c for c in caps])]
