@@ -16,6 +16,7 @@ import time
 import pytest
 
 from lib.build import HELPERS
+from lib.proc_connector import ProcEvents
 from lib.procs import kill_tree, LIBC, Stepper, stop_helper, ThreadsStopped
 from lib.waiting import wait_for
 
@@ -385,21 +386,33 @@ class ListenerStopped(ThreadsStopped):
         pytest.fail("the listener never stopped in its poll")
 
 
+def killed_and_reaped(s, events, since_ns):
+    """Kills and reaps s, and returns once its EXIT event was sent, which the kernel does
+    after it woke the parent (lib/proc_connector.py): a listing between the two may
+    still name s, the one moment procfast's listing can differ so (README, "What
+    differs from /proc")."""
+    s.kill()
+    s.wait()
+    events.wait_exit(s.pid, since_ns)
+
+
 def test_listing_applies_queued_events_itself(mount_with):
     """The listener stopped: each new process is in the first listing after its fork, and
-    once killed and reaped it is not in the next. The listing applied the FORK and EXIT
-    events queued before it without the listener (which it used to kick and wait for,
-    50 ms at most, then listing without them)."""
-    m = mount_with()
-    with ListenerStopped(m.server_pid()):
-        for _ in range(20):
-            s = subprocess.Popen(["sleep", "600"])
-            try:
-                assert s.pid in pids_of(m.path), "pid %d, forked before the listing, missing" % s.pid
-            finally:
-                s.kill()
-                s.wait()
-            assert s.pid not in pids_of(m.path), "pid %d listed after it was reaped" % s.pid
+    once killed, reaped and its EXIT event sent, it is not in the next. The listing
+    applied the FORK and EXIT events queued before it without the listener (which it
+    used to kick and wait for, 50 ms at most, then listing without them)."""
+    with ProcEvents() as events:
+        m = mount_with()  # after the test's event socket: see lib/proc_connector.py
+        with ListenerStopped(m.server_pid()):
+            for _ in range(20):
+                since = time.monotonic_ns()
+                s = subprocess.Popen(["sleep", "600"])
+                try:
+                    assert s.pid in pids_of(m.path), \
+                        "pid %d, forked before the listing, missing" % s.pid
+                finally:
+                    killed_and_reaped(s, events, since)
+                assert s.pid not in pids_of(m.path), "pid %d listed after it was reaped" % s.pid
 
 
 PTRACE_SYSCALL, PTRACE_GETREGS, PTRACE_SETREGS = 24, 12, 13
@@ -455,17 +468,23 @@ def thread_churn():
     stop_all(procs)
 
 
-def test_listing_under_thread_churn(mnt, thread_churn):
+def test_listing_under_thread_churn(mount_with, thread_churn):
     """While threads and processes start and end all the time, 200 times: a process
-    forked just before a listing is in it, one reaped just before is not, and no
-    thread id of the churner is ever listed."""
+    forked just before a listing is in it, one reaped (its EXIT event sent) just before
+    is not, and no thread id of the churner is ever listed."""
+    with ProcEvents() as events:
+        mnt = mount_with()  # after the test's event socket: see lib/proc_connector.py
+        churn_listings(mnt, thread_churn, events)
+
+
+def churn_listings(mnt, thread_churn, events):
     for _ in range(200):
+        since = time.monotonic_ns()
         s = subprocess.Popen(["sleep", "600"])
         try:
             listed = pids_of(mnt.path)
         finally:
-            s.kill()
-            s.wait()
+            killed_and_reaped(s, events, since)
         assert s.pid in listed, "pid %d, forked before the listing, missing" % s.pid
         assert thread_churn in listed
         after = pids_of(mnt.path)
