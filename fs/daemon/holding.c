@@ -100,7 +100,7 @@ static int start_session(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	d->se = fuse_session_new(d->args, procfast_ops(supervisor_connection_ready),
+	d->se = fuse_session_new(d->args, procfast_ops(),
 				 sizeof(struct fuse_lowlevel_ops), NULL);
 	return d->se ? 0 : -1;
 }

@@ -48,7 +48,7 @@ static int hand_over(struct fuse_session *se, const struct options *o, const cha
 
 int role_helper(struct daemon *d)
 {
-	struct fuse_session *se = fuse_session_new(d->args, procfast_ops(supervisor_connection_ready),
+	struct fuse_session *se = fuse_session_new(d->args, procfast_ops(),
 						   sizeof(struct fuse_lowlevel_ops), NULL);
 	int ret = se && !hand_over(se, d->o, d->cmd->mountpoint, d->argc, d->argv) ? 0 : 1;
 

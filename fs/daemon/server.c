@@ -213,7 +213,7 @@ static int start_transport(void *ctx)
 	struct server *s = ctx;
 
 	if (transport_attach(s->se, s->o->uring_mode, s->o->uring_threads, s->cmd->mountpoint,
-			     s->role == SERVE_RESUMED, s->executed)) {
+			     s->role == SERVE_RESUMED, s->executed, supervisor_connection_ready)) {
 		log_err("cannot take over the session's I/O");
 		return -1;
 	}

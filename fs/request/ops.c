@@ -11,8 +11,6 @@
 #include "fs/request/mutate.h"
 #include "fs/request/xattr.h"
 
-static void (*on_connected)(void);
-
 static void pf_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -30,8 +28,6 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
 	/* Never let the kernel cache symlink texts: "self" differs per caller. */
 	conn->want &= ~FUSE_CAP_CACHE_SYMLINKS;
-	if (on_connected)
-		on_connected();
 }
 
 static const struct fuse_lowlevel_ops procfast_operations = {
@@ -70,8 +66,7 @@ static const struct fuse_lowlevel_ops procfast_operations = {
 	.link = pf_link,
 };
 
-const struct fuse_lowlevel_ops *procfast_ops(void (*connected)(void))
+const struct fuse_lowlevel_ops *procfast_ops(void)
 {
-	on_connected = connected;
 	return &procfast_operations;
 }

@@ -5,7 +5,8 @@
 
 #include <fuse_lowlevel.h>
 
-/* The table; connected is called once INIT is answered. */
-const struct fuse_lowlevel_ops *procfast_ops(void (*connected)(void));
+/* The table. Who is told that INIT was answered: the transport, once the
+ * reply is written (transport_attach). */
+const struct fuse_lowlevel_ops *procfast_ops(void);
 
 #endif

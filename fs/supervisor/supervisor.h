@@ -35,7 +35,8 @@ enum supervisor_role supervisor_serve_role(struct handover *h);
  * and leaves its own in when it stops (cache/nodes/node_record.h); -1 if none. */
 int supervisor_nodes_fd(void);
 
-/* A server's INIT handler reports the connection set up. */
+/* A server reports the connection set up: the kernel's INIT answered (its
+ * reply written, fs/transport/transport.h). */
 void supervisor_connection_ready(void);
 
 /* A resumed server hands libfuse the INIT the kernel sent its predecessor. */

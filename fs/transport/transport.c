@@ -27,6 +27,7 @@ static unsigned per_queue = URING_THREADS_DEFAULT; /* ring threads a queue */
 static int shared; /* the buffers are a memfd every server of the mount maps */
 /* INIT's unique id from its read until its reply, and what it offered. */
 static atomic_ullong init_unique;
+static void (*on_init_answered)(void);
 static atomic_int init_offers_uring;
 static atomic_int init_offers_passthrough;
 static char described[160] = "/dev/fuse";
@@ -199,7 +200,7 @@ static void ask_for_passthrough(struct iovec *iov, int count)
 static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
-	int rings = 0;
+	int rings = 0, init = 0;
 	ssize_t n;
 
 	(void)userdata;
@@ -212,18 +213,21 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 		return uring_reply(iov, count);
 	if (out->unique && out->unique == atomic_load(&init_unique)) {
 		atomic_store(&init_unique, 0);
+		init = 1;
 		rings = ask_for_rings(iov, count);
 		ask_for_passthrough(iov, count);
 	}
 	n = writev(fd, iov, count);
 	/* the kernel has applied INIT once its reply is written */
+	if (init && n >= 0 && on_init_answered)
+		on_init_answered();
 	if (rings && n >= 0)
 		start_rings(0);
 	return n;
 }
 
 int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned threads,
-		     const char *mountpoint, int resumed, int executed)
+		     const char *mountpoint, int resumed, int executed, void (*init_answered)(void))
 {
 	static const struct fuse_custom_io io = { .read = transport_read,
 						  .writev = transport_writev };
@@ -235,6 +239,7 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 	 * rings all the same: the connection may use them already. */
 	mode = executed && !shared && !resumed && m == URING_AUTO ? URING_OFF : m;
 	session = se;
+	on_init_answered = init_answered;
 	passthrough_set_fd(fuse_session_fd(se));
 	per_queue = threads;
 	mount_path = mountpoint;

@@ -35,9 +35,12 @@ void transport_reserve(enum transport_mode mode, unsigned threads, int rings_fd)
  * in transport_resume). mountpoint: where the mount is reached. executed: a
  * server the supervisor executed for a handed-over mount; a first one that
  * could not map its mount's shared buffers (which a later server could not
- * take back a dead one's requests from): auto then means /dev/fuse. 0 or -1. */
+ * take back a dead one's requests from): auto then means /dev/fuse.
+ * init_answered: called once the kernel's INIT has its reply (written, not
+ * only made: a server stopped in between would leave the kernel an INIT
+ * ended with an error, and every later request refused). 0 or -1. */
 int transport_attach(struct fuse_session *se, enum transport_mode mode, unsigned threads,
-		     const char *mountpoint, int resumed, int executed);
+		     const char *mountpoint, int resumed, int executed, void (*init_answered)(void));
 
 /* In a resumed server, once libfuse was given its INIT: starts the rings,
  * taking over what a dead server left in them. */
