@@ -11,6 +11,7 @@ argv: MOUNT_PATH, then the command prefix the exporters run under (setpriv ...),
 import json
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -24,25 +25,29 @@ def scrape(port):
         return r.read().decode()
 
 
-def wait_listening(port, proc):
+def wait_listening(port, proc, log):
     deadline = time.time() + START_WAIT_S
     while time.time() < deadline:
         if proc.poll() is not None:
-            sys.exit("node_exporter on port %d exited with %d" % (port, proc.returncode))
+            sys.exit("node_exporter on port %d exited with %d:\n%s"
+                     % (port, proc.returncode, log.read()))
         try:
             scrape(port)
             return
         except OSError:
             time.sleep(0.1)
-    sys.exit("node_exporter on port %d never answered" % port)
+    log.seek(0)
+    sys.exit("node_exporter on port %d never answered in %d s:\n%s"
+             % (port, START_WAIT_S, log.read()[-4000:]))
 
 
 def main():
     mount, prefix = sys.argv[1], sys.argv[2:]
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    procs = {}
+    procs, logs = {}, {}
     try:
         for where, procfs in (("/proc", "/proc"), ("mount", mount)):
+            logs[where] = tempfile.TemporaryFile("w+")
             procs[where] = subprocess.Popen(
                 prefix + [EXPORTER, "--path.procfs=" + procfs, "--collector.processes",
                           # the devices from /proc/net/dev, not from netlink, and
@@ -50,9 +55,9 @@ def main():
                           "--no-collector.netdev.netlink",
                           "--collector.netdev.device-exclude=^$",
                           "--web.listen-address=127.0.0.1:%d" % PORTS[where]],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdout=subprocess.DEVNULL, stderr=logs[where])
         for where, p in procs.items():
-            wait_listening(PORTS[where], p)
+            wait_listening(PORTS[where], p, logs[where])
         print(json.dumps([scrape(PORTS["/proc"]), scrape(PORTS["mount"]),
                           scrape(PORTS["/proc"])]))
     finally:
