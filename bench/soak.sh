@@ -41,7 +41,7 @@ ensure_built "$PROCFAST"
 
 mkdir -p "$MNT"
 # 12 root readers at once: more than a uid's share of a CPU's io_uring threads, which
-# would refuse some of their requests (EAGAIN, fs/caller/fair.h); here one uid may use all.
+# would refuse some of their requests (EINTR, fs/caller/fair.h); here one uid may use all.
 "$PROCFAST" -f -o max_busy_per_uid=64 "$MNT" 2>"$WORK/daemon.log" &
 DAEMON=$!
 for _ in $(seq 100); do mountpoint -q "$MNT" && [[ -e $MNT/self/stat ]] && break; sleep 0.1; done

@@ -121,7 +121,7 @@ static void refused(enum refusal kind, unsigned long who, unsigned share)
 			 share);
 		break;
 	default:
-		log_warn("uid %lu has its share of threads busy (%u): its requests fail with EAGAIN",
+		log_warn("uid %lu has its share of threads busy (%u): its requests fail with EINTR",
 			 who, share);
 	}
 }
@@ -218,7 +218,7 @@ int fair_busy_begin(fuse_req_t req, struct fair_busy *b)
 	b->ticket = shares_take(busy[p], uid, share);
 	if (b->ticket == SHARES_FULL) {
 		refused(REFUSED_BUSY, uid, share);
-		fuse_reply_err(req, EAGAIN);
+		fuse_reply_err(req, FAIR_REFUSED);
 		return 0;
 	}
 	if (b->ticket >= 0) {

@@ -19,14 +19,16 @@
  * over /dev/fuse, up to max_threads; over io_uring the threads of the queue
  * of the CPU it was made on) until it is answered, which a read that waits
  * (of /proc/kmsg, say) may hold for ever. A uid with its share of a pool's
- * threads busy gets EAGAIN at once for any further request that pool takes,
- * and the others still find threads free. Counted where every request begins
+ * threads busy gets FAIR_REFUSED (EINTR) at once for any further request
+ * that pool takes, and the others still find threads free. Counted where every request begins
  * (fair_guard_ops), by uid and pool, without a lock (fs/caller/shares.h).
  * FORGET, RELEASE and RELEASEDIR are never refused: the kernel sends them
  * once and they never wait.
  */
 #ifndef PROCFAST_FAIR_H
 #define PROCFAST_FAIR_H
+
+#include <errno.h>
 
 #include <fuse_lowlevel.h>
 
@@ -58,6 +60,18 @@ struct fair_config {
 #define FAIR_BUSY_DIVISOR 2
 #define FAIR_RING_KEPT 1
 
+/* The refusal past a share of threads. Not EAGAIN: a FUSE file accepts
+ * epoll (fuse_file_poll), Go registers every file it opens with its poller,
+ * and a read that ends with EAGAIN waits for a readiness event that FUSE
+ * sends only on a server's poll notification: node_exporter hung for ever
+ * (tests/tools/test_node_exporter.py). Answering poll would cost every open
+ * of a Go program a round trip. EINTR is an error every caller may get from
+ * a read of a FUSE file (a signal during the request), and Go, Python
+ * (PEP 475), Rust's std and BusyBox make the call again: they wait, by
+ * asking, until their share frees; a C tool that does not retry sees the
+ * call fail, as it did with EAGAIN. */
+#define FAIR_REFUSED EINTR
+
 /* The shares in effect. */
 struct fair_limits {
 	unsigned fd_reserve;            /* fds left to the daemon's own work */
@@ -83,7 +97,7 @@ struct fair_busy {
 };
 
 /* 1: the request may go on, and fair_busy_end follows; 0: it was answered
- * EAGAIN, its uid having its share of the pool's threads busy. */
+ * FAIR_REFUSED, its uid having its share of the pool's threads busy. */
 int fair_busy_begin(fuse_req_t req, struct fair_busy *b);
 /* Its end, where no reply went (none is sent for some, or it failed). */
 void fair_busy_end(struct fair_busy *b);

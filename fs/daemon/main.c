@@ -33,7 +33,7 @@ static void usage(const char *prog)
 /* libfuse's workers when -o max_threads= is not given, rather than libfuse's
  * 10: a uid may have half of them busy (fs/caller/fair.h), and half of 10 is
  * refused to one user's few readers at once (16 readers walking the mount
- * made 22 requests in 100,000 fail with EAGAIN); they start only as
+ * made 22 requests in 100,000 refused); they start only as
  * requests wait, and all but IDLE_WORKERS end once idle. */
 #define WORKERS_DEFAULT 32
 

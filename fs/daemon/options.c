@@ -336,7 +336,7 @@ void options_help(void)
 	       "                           less what the daemon keeps, max(256, limit/16))\n"
 	       "    -o max_busy_per_uid=N  requests of one uid served at once by the /dev/fuse\n"
 	       "                           workers (max_threads), or by one io_uring queue's\n"
-	       "                           threads; past it, EAGAIN at once (default: half of\n"
+	       "                           threads; past it, EINTR at once (default: half of\n"
 	       "                           the workers, all but one of a queue's threads)\n"
 	       "    -o without=NAME[:NAME...]\n"
 	       "                           behave as on a kernel without these interfaces, to\n"

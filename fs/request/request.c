@@ -14,7 +14,7 @@ int request_begin(struct request *rq, fuse_req_t req, fuse_ino_t ino)
 	pidgen_begin();
 	reader_ns_request(1);
 	if (!fair_busy_begin(req, &rq->busy))
-		return 1; /* answered EAGAIN */
+		return 1; /* answered FAIR_REFUSED */
 	if (!(rq->node = request_node(ino))) {
 		fuse_reply_err(req, ESTALE);
 		return 1;

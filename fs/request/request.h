@@ -2,7 +2,7 @@
  *
  * Every operation of the table (ops.c) begins with REQUEST_BEGIN, which
  *  - counts the request among its uid's busy ones (fair.h): past its share
- *    it is answered EAGAIN;
+ *    it is answered EINTR (FAIR_REFUSED);
  *  - finds the node its id names: an id of an earlier server (the kernel
  *    keeps ids across a restart on the same connection, and ids are never
  *    reused: cache/nodes/node.h) is answered ESTALE, which makes the kernel
@@ -35,7 +35,7 @@ static inline void reply_err(fuse_req_t req, int negerr)
 	fuse_reply_err(req, negerr < 0 ? -negerr : negerr);
 }
 
-/* 0 with rq->node, or 1: the request was answered (EAGAIN, ESTALE). */
+/* 0 with rq->node, or 1: the request was answered (FAIR_REFUSED, ESTALE). */
 int request_begin(struct request *rq, fuse_req_t req, fuse_ino_t ino);
 
 /* Another node the request names (rename's, link's new parent), or NULL:

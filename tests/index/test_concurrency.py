@@ -75,7 +75,7 @@ def deep_walk(root, until, errors, counts):
 def test_many_readers_while_processes_fork_and_exit(mount_with, options):
     # Six readers of one uid (root) at once are more than a uid's share of a CPU's threads
     # over io_uring (3 of 4, fs/caller/fair.h), which refuses some of their requests with
-    # EAGAIN by design (tests/transport/test_fairness.py): here one uid may use every thread.
+    # EINTR by design (tests/transport/test_fairness.py): here one uid may use every thread.
     m = mount_with("max_busy_per_uid=%d" % BUSY_ALL, *options)
     churn, walkers, threads, errors, counts = [], [], None, [], [0]
     try:

@@ -19,7 +19,9 @@ def drain_kernel_log():
         os.close(fd)
 
 
-def read_kmsg(path, result):
+def read_kmsg(path, result, cpu=None):
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})  # this thread only: its request goes to cpu's queue
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -30,26 +32,40 @@ def read_kmsg(path, result):
         result["errno"] = e.errno
 
 
-def waits_in_kernel_log(pid):
-    """Whether a thread of pid waits in a read of the kernel log: a request it took."""
+def waiting_in_kernel_log(pid):
+    """The threads of pid that wait in a read of the kernel log: requests it took."""
+    n = 0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                if f.read() == "syslog_print":
-                    return True
+                n += f.read() == "syslog_print"
         except OSError:
             pass
-    return False
+    return n
 
 
-def reading_kmsg(path, server):
-    """A read of path/kmsg, started and waiting in server's read of the kernel log: its
-    thread and where its outcome goes. A message the kernel logs meanwhile ends the read
-    first; then the log is drained and it is made again."""
+def waits_in_kernel_log(pid):
+    return waiting_in_kernel_log(pid) > 0
+
+
+def end_kernel_log_waits(done, seconds=60):
+    """Logs a message every 50 ms until done() (each ends one read of the kernel log)."""
+    deadline = time.time() + seconds
+    while not done() and time.time() < deadline:
+        with open("/dev/kmsg", "w") as f:
+            f.write("procfast tests: waking the reads of kmsg\n")
+        time.sleep(0.05)
+
+
+def reading_kmsg(path, server, cpu=None):
+    """A read of path/kmsg (made on cpu, if given), started and waiting in server's read
+    of the kernel log: its thread and where its outcome goes. A message the kernel logs
+    meanwhile ends the read first; then the log is drained and it is made again."""
     result = {}
     for _ in range(50):
         drain_kernel_log()
-        t = threading.Thread(target=read_kmsg, args=(os.path.join(path, "kmsg"), result))
+        t = threading.Thread(target=read_kmsg,
+                             args=(os.path.join(path, "kmsg"), result, cpu))
         t.start()
         deadline = time.time() + 20
         while t.is_alive() and not waits_in_kernel_log(server):

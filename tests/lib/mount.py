@@ -13,7 +13,7 @@ from lib.fuse_conn import abort_connection, connection_of
 WITHOUT = os.environ.get("PROCFAST_WITHOUT", "")
 # Threads of one uid a test may have in requests at once and none refused: a uid may
 # have all but one of a CPU's io_uring queue's threads (4 by default) busy, and a
-# request past that fails with EAGAIN by design (fs/caller/fair.h). The requests of
+# request past that fails with EINTR by design (fs/caller/fair.h). The requests of
 # four threads can all meet on one CPU's queue (beside a CPU hog, 1 run in many); a
 # test that needs more mounts with max_busy_per_uid= (test_snapshot's snap).
 SAME_UID_AT_ONCE = 3

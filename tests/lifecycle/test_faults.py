@@ -373,7 +373,7 @@ class PidNamespace:
             assert self.ask("pid_max", pid_max) == pid_max
         # max_busy_per_uid: same_heads reads with 8 threads of one uid (root) at once,
         # more than a uid's share of a CPU's threads over io_uring (3 of 4, fs/caller/fair.h),
-        # which refuses some of their requests with EAGAIN by design
+        # which refuses some of their requests with EINTR by design
         # (tests/transport/test_fairness.py): here one uid may use every thread.
         self.mount = Mount(["source=" + self.procfs, "max_busy_per_uid=64"],
                            prefix=["nsenter", "--target", host_pid, "--pid", "--"])

@@ -33,7 +33,7 @@ def snap():
     # max_busy_per_uid: test_many_opens_of_one_file_at_once opens with four threads of
     # one uid (root) at once, more than a uid's share of a CPU's threads over io_uring
     # (3 of 4, fs/caller/fair.h, lib.mount.SAME_UID_AT_ONCE): beside a CPU hog their
-    # opens met on one CPU's queue and one got EAGAIN, by design. Here one uid may use
+    # opens met on one CPU's queue and one was refused, by design. Here one uid may use
     # every thread.
     m = Mount(["snapshot", "max_busy_per_uid=64"])
     yield m

@@ -52,7 +52,7 @@ def lx_cfs():
 def pf():
     # max_busy_per_uid: test_parallel_readers reads with six processes of one uid (root)
     # at once, more than a uid's share of a CPU's threads over io_uring (3 of 4,
-    # fs/caller/fair.h), which refuses some of their requests with EAGAIN by design
+    # fs/caller/fair.h), which refuses some of their requests with EINTR by design
     # (tests/transport/test_fairness.py): here one uid may use every thread.
     m = Mount(["resources=caller", "max_busy_per_uid=64"])
     yield m

@@ -16,7 +16,7 @@ BUSY_ALL = 64  # more than any pool's threads (uring_threads= is at most 64)
 def test_soak(mount_with):
     # 12 readers of one uid (root) at once are more than a uid's share of a CPU's
     # threads over io_uring (fs/caller/fair.h: 3 of 4), which refuses some of their requests
-    # with EAGAIN by design (tests/transport/test_fairness.py): here one uid may use every thread.
+    # with EINTR by design (tests/transport/test_fairness.py): here one uid may use every thread.
     m = mount_with("max_busy_per_uid=%d" % BUSY_ALL)
     r = soak.run(m.path, m.server_pid(), SECONDS)
     summary = "ops %s, errors %s, classes %s, idle %s, end of load %s, after %s, " \
