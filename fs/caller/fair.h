@@ -20,8 +20,9 @@
  * of the CPU it was made on) until it is answered, which a read that waits
  * (of /proc/kmsg, say) may hold for ever. A uid with its share of a pool's
  * threads busy gets FAIR_REFUSED (EINTR) at once for any further request
- * that pool takes, and the others still find threads free. Counted where every request begins
- * (fair_guard_ops), by uid and pool, without a lock (fs/caller/shares.h).
+ * that pool takes, and the others still find threads free. Counted where
+ * every request begins (fair_guard_ops), by uid and pool, without a lock
+ * (fs/caller/shares.h).
  * FORGET, RELEASE and RELEASEDIR are never refused: the kernel sends them
  * once and they never wait.
  */
@@ -52,8 +53,8 @@ struct fair_config {
  * has few (uring_threads=, 4 by default), the kernel hands a queue only its
  * CPU's requests and never another's (one made on a CPU whose queue's
  * threads all wait, waits with them), and half of 4 refused 8 threads of one
- * uid reading at once on 2 CPUs (tests/lifecycle/test_faults.py), where all but one
- * still leaves every queue a thread for everyone else. */
+ * uid reading at once on 2 CPUs (tests/lifecycle/test_faults.py), where all
+ * but one still leaves every queue a thread for everyone else. */
 #define FAIR_RESERVE_MIN 256
 #define FAIR_RESERVE_DIVISOR 16
 #define FAIR_HANDLES_DIVISOR 4
@@ -67,9 +68,9 @@ struct fair_config {
  * (tests/tools/test_node_exporter.py). Answering poll would cost every open
  * of a Go program a round trip. EINTR is an error every caller may get from
  * a read of a FUSE file (a signal during the request), and Go, Python
- * (PEP 475), Rust's std and BusyBox make the call again: they wait, by
- * asking, until their share frees; a C tool that does not retry sees the
- * call fail, as it did with EAGAIN. */
+ * (PEP 475), Rust's read_to_end and BusyBox make the call again: they
+ * wait, by asking, until their share frees; a C tool that does not retry
+ * sees the call fail, as it did with EAGAIN. */
 #define FAIR_REFUSED EINTR
 
 /* The shares in effect. */

@@ -44,10 +44,6 @@ def waiting_in_kernel_log(pid):
     return n
 
 
-def waits_in_kernel_log(pid):
-    return waiting_in_kernel_log(pid) > 0
-
-
 def end_kernel_log_waits(done, seconds=60):
     """Logs a message every 50 ms until done() (each ends one read of the kernel log)."""
     deadline = time.time() + seconds
@@ -68,7 +64,7 @@ def reading_kmsg(path, server, cpu=None):
                              args=(os.path.join(path, "kmsg"), result, cpu))
         t.start()
         deadline = time.time() + 20
-        while t.is_alive() and not waits_in_kernel_log(server):
+        while t.is_alive() and waiting_in_kernel_log(server) == 0:
             assert time.time() < deadline, "the read never reached the server"
             time.sleep(0.01)
         if t.is_alive():

@@ -10,6 +10,7 @@ it (see `sandwiched`), never against a number written here.
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from lib.waiting import mounted
 V1_ROOT = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "cpuset", "blkio")
 LXCFS = shutil.which("lxcfs") or "/usr/bin/lxcfs"
+ANSWER_WAIT_S = 120
 
 READER = r"""
 import json, os, sys
@@ -47,6 +49,23 @@ for line in sys.stdin:
             os.close(fd)
     print(json.dumps(out), flush=True)
 """
+
+
+def waits_in_session(sid):
+    """Where each process of session sid waits: its wchan and the kernel's stack."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[3]) != sid:
+                    continue
+            with open("/proc/%s/wchan" % pid) as f:
+                wchan = f.read()
+            with open("/proc/%s/stack" % pid) as f:
+                out.append("%s %s:\n%s" % (pid, wchan, f.read()))
+        except OSError:
+            pass
+    return "\n".join(out) or "(no process left)"
 
 
 def owner_tag():
@@ -121,17 +140,24 @@ class Reader:
         self.pid_inside = json.loads(self.proc.stdout.readline())["pid"]
 
     def read(self, *paths):
-        self.proc.stdin.write(json.dumps([str(p) for p in paths]) + "\n")
-        self.proc.stdin.flush()
-        answers = json.loads(self.proc.stdout.readline())
+        answers = self.ask(paths)
         for path, a in zip(paths, answers):
             assert "text" in a, "%s: errno %s" % (path, a.get("errno"))
         return [a["text"] for a in answers]
 
     def errnos(self, *paths):
+        return [a.get("errno", 0) for a in self.ask(paths)]
+
+    def ask(self, paths):
+        """The reader's answers for paths. A read that never ends fails the test with
+        where the reader waits, rather than hang the suite (a daemon that never answers:
+        a FUSE request has no timeout)."""
         self.proc.stdin.write(json.dumps([str(p) for p in paths]) + "\n")
         self.proc.stdin.flush()
-        return [a.get("errno", 0) for a in json.loads(self.proc.stdout.readline())]
+        ready, _, _ = select.select([self.proc.stdout], [], [], ANSWER_WAIT_S)
+        assert ready, "the reader has not answered %s in %d s; it waits in %s" % (
+            paths, ANSWER_WAIT_S, waits_in_session(self.proc.pid))
+        return json.loads(self.proc.stdout.readline())
 
     def close(self):
         try:

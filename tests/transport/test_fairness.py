@@ -326,7 +326,11 @@ sys.stdin.readline()
 ROOT_REQUEST = RAW_CALLS + r"""
 import sys
 fd = raw_open(sys.argv[1])
-print("ok" if fd >= 0 and os.close(fd) is None else name(fd))
+if fd >= 0:
+    os.close(fd)
+    print("ok")
+else:
+    print(name(fd))
 """
 
 
