@@ -45,12 +45,35 @@ def waiting_in_kernel_log(pid):
 
 
 def end_kernel_log_waits(done, seconds=60):
-    """Logs a message every 50 ms until done() (each ends one read of the kernel log)."""
+    """Logs a message every 50 ms until done() (each ends one read of the kernel log).
+    A request already handed to the server waits for its answer even once its caller is
+    killed, so a read the messages never end would hang the test: it fails instead,
+    naming the other readers of /proc/kmsg, which take messages first."""
     deadline = time.time() + seconds
-    while not done() and time.time() < deadline:
+    while not done():
+        assert time.time() < deadline, (
+            "the reads of the kernel log did not end in %d s; other readers of /proc/kmsg "
+            "take its messages: %s" % (seconds, kernel_log_readers() or "none"))
         with open("/dev/kmsg", "w") as f:
             f.write("procfast tests: waking the reads of kmsg\n")
         time.sleep(0.05)
+
+
+def kernel_log_readers():
+    """Each task waiting in a read of /proc/kmsg, with its command line."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for tid in os.listdir("/proc/%s/task" % pid):
+                with open("/proc/%s/task/%s/wchan" % (pid, tid)) as f:
+                    if f.read() != "syslog_print":
+                        continue
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    found.append("%s/%s %s" % (pid, tid, f.read().replace(b"\0", b" ")
+                                               .decode(errors="replace")[:100]))
+        except OSError:
+            pass
+    return found
 
 
 def reading_kmsg(path, server, cpu=None):
