@@ -25,6 +25,8 @@
 #include "fs/lib/settings.h"
 #include "fs/request/entry.h"
 #include "fs/request/invalidate.h"
+#include "fs/request/poll_watch.h"
+#include "fs/request/read_wait.h"
 #include "fs/request/snapshot.h"
 #include "fs/resources/resources.h"
 #include "fs/transport/drain.h"
@@ -123,11 +125,18 @@ static void stop_shares(void *ctx)
 	pidfd_kept_destroy();
 }
 
+/* A stop ends the requests' waits for the kernel's events too. */
+static const struct read_wait_stop read_waits_drained = { drain_read_begin, drain_read_end,
+							  drain_stopping };
+
 static int start_signals(void *ctx)
 {
 	struct server *s = ctx;
 
-	return fuse_set_signal_handlers(s->se) || drain_init(s->se, proc_events_stop_notices) ? -1 : 0;
+	if (fuse_set_signal_handlers(s->se) || drain_init(s->se, proc_events_stop_notices))
+		return -1;
+	read_wait_set_stop(&read_waits_drained);
+	return 0;
 }
 
 static void stop_signals(void *ctx)
@@ -178,6 +187,20 @@ static void leave_nodes(void *ctx)
 	(void)ctx;
 	if (n < 0)
 		log_warn("cannot leave the node table to the next server: %s", strerror((int)-n));
+}
+
+static int start_poll_watches(void *ctx)
+{
+	(void)ctx;
+	return poll_watch_start();
+}
+
+/* Once no request is served: the pollers poll again, and the next server
+ * watches for them. */
+static void stop_poll_watches(void *ctx)
+{
+	(void)ctx;
+	poll_watch_stop();
 }
 
 static int start_invalidation(void *ctx)
@@ -289,6 +312,7 @@ static const struct step server_steps[] = {
 	{ "node record", take_nodes_before, leave_nodes },
 	{ "invalidation", start_invalidation, NULL },
 	{ "process events", start_events, stop_events },
+	{ "poll watches", start_poll_watches, stop_poll_watches },
 	{ "transport", start_transport, stop_transport },
 	{ "resume", start_resume, NULL },
 	{ "announce", start_announce, NULL },

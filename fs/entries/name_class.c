@@ -72,7 +72,7 @@ static const struct name_entry root_entries[] = {
 	 * the reader's credentials (the daemon possesses none, main.c). */
 	{ "key-users", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, NULL, 0 } },
 	{ "keys", { &plain_table, LIFE_FIXED, RNS(RNS_USER), 0, NULL, 0 } },
-	{ "kmsg", NO_SNAPSHOT(LIFE_FIXED) },
+	{ "kmsg", { &plain_table, LIFE_FIXED, 0, NC_NO_SNAPSHOT | NC_READ_WAITS, NULL, 0 } },
 	{ "kpagecgroup", NO_SNAPSHOT(LIFE_FIXED) },
 	{ "kpagecount", NO_SNAPSHOT(LIFE_FIXED) },
 	{ "kpageflags", NO_SNAPSHOT(LIFE_FIXED) },

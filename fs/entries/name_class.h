@@ -49,6 +49,9 @@ enum name_life {
 #define NC_READ_UNCHECKED 0x1000 /* procfs's read asks nothing of its reader (its open
 				  * decided): a read of the source file the caller opened
 				  * is the same whoever makes it (fs/request/file.c) */
+#define NC_READ_WAITS   0x2000 /* a read waits for the kernel's events (kmsg): the
+				* source is open O_NONBLOCK, and the caller's interrupt
+				* ends the wait (fs/request/read_wait.h) */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/entries/self_state.c):

@@ -34,11 +34,12 @@
 #include "fs/request/handle.h"
 #include "fs/request/node_life.h"
 #include "fs/request/open_file.h"
+#include "fs/request/read_wait.h"
 #include "fs/request/request.h"
 #include "fs/request/snapshot.h"
 
-static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
-			 off_t off);
+static ssize_t read_text(struct request *rq, struct open_file *of, int flags, char *buf,
+			 size_t size, off_t off);
 static int act_for_io(struct request *rq, const struct open_file *of);
 static int act_for_read(struct request *rq, const struct open_file *of);
 
@@ -52,7 +53,7 @@ static ssize_t read_for_snapshot(struct request *rq, struct open_file *of, char 
 	if ((r = act_for_read(rq, of)))
 		return r;
 	pthread_mutex_lock(&of->lock);
-	got = read_text(rq, of, buf, size, off);
+	got = read_text(rq, of, of->flags, buf, size, off);
 	pthread_mutex_unlock(&of->lock);
 	request_act_end(rq);
 	return got;
@@ -112,38 +113,40 @@ static ssize_t gone_or(const struct node *n, ssize_t r)
 	return gone ? gone : r;
 }
 
+/* Who a read of the source is for: the caller of req, as tid, reading n
+ * through of; nonblock: its read must not wait (its file's O_NONBLOCK now). */
+struct source_reader {
+	fuse_req_t req;
+	const struct node *n;
+	struct open_file *of;
+	pid_t tid;
+	int nonblock;
+};
+
 /* One read of the source as the caller (in its namespaces: request_act
- * was made for a local file). */
-static ssize_t read_source(const struct node *n, struct open_file *of, pid_t tid, char *buf,
-			   size_t size, off_t off)
+ * was made for a local file). A read that waits for the kernel's events
+ * ends at the caller's interrupt (read_wait.h). */
+static ssize_t read_source(const struct source_reader *r, char *buf, size_t size, off_t off)
 {
+	struct open_file *of = r->of;
 	ssize_t got;
 
 	if (of->via_helper && !of->helper)
 		return -EPERM;
 	if (of->via_helper)
-		return gone_or(n, ns_helper_read(&of->helper, tid, n->path,
-						 O_RDONLY | (of->flags & REOPEN_FLAGS), buf, size, off));
+		return gone_or(r->n, ns_helper_read(&of->helper, r->tid, r->n->path,
+						    O_RDONLY | (of->flags & REOPEN_FLAGS), buf, size,
+						    off));
+	if (r->n->cls->flags & NC_READ_WAITS)
+		return read_wait(r->req, of->head.fd, buf, size, r->nonblock);
 	got = read_at(of->head.fd, buf, size, off);
 	return got < 0 ? -errno : got;
 }
 
 /* The source's whole text, read from offset 0 for a made text (content.h);
- * the reads after it go on in the made text. */
-struct source_reader {
-	const struct node *n;
-	struct open_file *of;
-	pid_t tid;
-};
-
-static ssize_t read_for(void *ctx, char *buf, size_t size, off_t off)
-{
-	struct source_reader *r = ctx;
-
-	return read_source(r->n, r->of, r->tid, buf, size, off);
-}
-
-/* A text made at once (a seq file of one record, which fills a read unless
+ * the reads after it go on in the made text.
+ *
+ * A text made at once (a seq file of one record, which fills a read unless
  * at its end: a short read ends it), read whole from offset 0 and
  * NUL-terminated into a new buffer. Its length, or -errno. */
 #define WHOLE_TEXT_MAX (4 * 1024 * 1024)
@@ -156,7 +159,7 @@ static ssize_t read_whole(struct source_reader *r, size_t cap, char **text)
 
 	if (!buf)
 		return -ENOMEM;
-	while ((got = read_for(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
+	while ((got = read_source(r, buf + len, cap - 1 - len, (off_t)len)) > 0) {
 		len += (size_t)got;
 		if (len < cap - 1)
 			break;
@@ -177,13 +180,13 @@ static ssize_t read_whole(struct source_reader *r, size_t cap, char **text)
 
 /* The reader's text at a read from the start: made by the row's content
  * operations (content.h) from the source's whole text. */
-static int take_made_text(struct request *rq, struct open_file *of)
+static int take_made_text(struct request *rq, struct source_reader *r)
 {
+	struct open_file *of = r->of;
 	const struct content_ops *ops = of->content;
 	const struct caller *c = &rq->caller;
-	struct source_reader r = { rq->node, of, c->tid };
 	char *src = NULL, *text = NULL;
-	ssize_t len = read_whole(&r, ops->first_read, &src);
+	ssize_t len = read_whole(r, ops->first_read, &src);
 	int helper_acts = ops->as_caller && of->via_helper, made;
 	size_t text_len = 0;
 
@@ -232,25 +235,27 @@ static int act_for_io(struct request *rq, const struct open_file *of)
 	return 0;
 }
 
-/* What a read of of from off gives its caller: a text made by its row's
- * content operations (at offset 0, read on from there), or the source's. */
-static ssize_t read_text(struct request *rq, struct open_file *of, char *buf, size_t size,
-			 off_t off)
+/* What a read of of from off gives its caller, whose file has flags now: a
+ * text made by its row's content operations (at offset 0, read on from
+ * there), or the source's. */
+static ssize_t read_text(struct request *rq, struct open_file *of, int flags, char *buf,
+			 size_t size, off_t off)
 {
 	const struct content_ops *ops = of->content;
 	const struct caller *c = &rq->caller;
 	struct node *n = rq->node;
+	struct source_reader r = { rq->req, n, of, c->tid, !!(flags & O_NONBLOCK) };
 	ssize_t got = 0;
 
 	if (ops && (off == 0 || (ops->any_offset && !of->made_text))) {
 		free(of->made_text);
 		of->made_text = NULL;
 		if (ops->applies(n, &of->content_state, c->tid))
-			got = take_made_text(rq, of);
+			got = take_made_text(rq, &r);
 	}
 	if (got == 0)
 		got = of->made_text ? (ssize_t)from_made_text(of, buf, size, off)
-				    : read_source(n, of, c->tid, buf, size, off);
+				    : read_source(&r, buf, size, off);
 	return got;
 }
 
@@ -294,7 +299,7 @@ void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	if (!(of = open_file_of(&rq, fi, &r)) || (r = act_for_read(&rq, of)))
 		return request_fail(&rq, r);
 	pthread_mutex_lock(&of->lock);
-	got = read_text(&rq, of, buf, size, off);
+	got = read_text(&rq, of, fi->flags, buf, size, off);
 	pthread_mutex_unlock(&of->lock);
 	if (got < 0)
 		return request_fail(&rq, (int)got);

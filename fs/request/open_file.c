@@ -22,9 +22,12 @@ static int writes(int flags)
 
 static int source_flags(const struct node *n, int flags)
 {
-	/* A link target is opened through its link, as procfs's magic links do. */
+	/* A link target is opened through its link, as procfs's magic links do.
+	 * A read that waits waits in read_wait, where the caller's interrupt
+	 * ends it, not in the source's read. */
 	return (flags & PASSED_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY |
-	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW);
+	       (n->kind == NODE_LINK_TARGET ? 0 : O_NOFOLLOW) |
+	       (n->cls->flags & NC_READ_WAITS ? O_NONBLOCK : 0);
 }
 
 /* A worker's source open of n as the caller (acting), into of->head.fd. */
@@ -73,6 +76,9 @@ static int open_as_caller(struct request *rq, struct open_file *of)
 
 static void open_file_free(struct open_file *of)
 {
+	poll_watch_drop(&of->poll_watch);
+	if (atomic_load(&of->poll_fd) >= 0)
+		close(atomic_load(&of->poll_fd));
 	if (of->head.fd >= 0)
 		close(of->head.fd);
 	ns_helper_put(of->helper);
@@ -94,6 +100,7 @@ int open_file_make(struct request *rq, int flags, struct open_file **made)
 	if (!of)
 		return -ENOMEM;
 	of->head.fd = -1;
+	atomic_init(&of->poll_fd, -1);
 	of->flags = source_flags(n, flags);
 	pthread_mutex_init(&of->lock, NULL);
 	if ((r = fair_handle_take(rq->req, &of->share)) || (r = open_as_caller(rq, of))) {

@@ -4,12 +4,14 @@
 #define PROCFAST_OPEN_FILE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "fs/caller/fair.h"
 #include "fs/caller/ns_helper.h"
 #include "fs/entries/content.h"
 #include "fs/request/handle.h"
+#include "fs/request/poll_watch.h"
 #include "fs/request/request.h"
 
 /* Flags the source open may honour; creation is refused separately. */
@@ -31,6 +33,8 @@ struct open_file {
 	struct content_state content_state; /* what the open decided for them */
 	struct fair_hold share;   /* counted in its opener's shares (fair.h) */
 	int snapshot_id;          /* the backing file the kernel reads (snapshot.h), or 0 */
+	struct poll_watch_ref poll_watch; /* its pollers' (poll_watch.h) */
+	atomic_int poll_fd;       /* with a helper: the daemon's open, polled (poll.c), or -1 */
 };
 
 /* A source open of the request's node as the caller, for the kernel's open

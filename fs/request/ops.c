@@ -9,6 +9,7 @@
 #include "fs/request/entry.h"
 #include "fs/request/file.h"
 #include "fs/request/mutate.h"
+#include "fs/request/poll.h"
 #include "fs/request/xattr.h"
 
 static void pf_init(void *userdata, struct fuse_conn_info *conn)
@@ -55,6 +56,7 @@ static const struct fuse_lowlevel_ops procfast_operations = {
 	.read = pf_read,
 	.write = pf_write,
 	.release = pf_release,
+	.poll = pf_poll, /* poll.c */
 	/* changes, refused as procfs refuses them (mutate.c) */
 	.mknod = pf_mknod,
 	.mkdir = pf_mkdir,

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "fs/lib/log.h"
+#include "fs/lib/wake_signal.h"
 
 #define MAX_READERS 512
-#define WAKE_SIGNAL SIGURG /* nothing here uses it; ignored by default */
 #define DRAIN_WAIT_MS 5000
 
 static struct fuse_session *session;
@@ -53,6 +53,11 @@ int drain_read_begin(void)
 		return -1;
 	}
 	return 0;
+}
+
+int drain_stopping(void)
+{
+	return atomic_load(&draining);
 }
 
 void drain_read_end(void)

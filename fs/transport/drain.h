@@ -33,9 +33,13 @@ void drain_stop(void);
 int drain_wait_begin(void);
 void drain_wait_end(void);
 
-/* Around each read of the session's fds (transport.c): 0 to read, -1 with
- * errno EINTR once the server stops; drain_read_end after a read. */
+/* Around each read of the session's fds (transport.c), and each request's
+ * wait for the kernel's events (fs/request/read_wait.h): 0 to read, -1
+ * with errno EINTR once the server stops; drain_read_end after a read. A
+ * read under way when the server stops is woken by WAKE_SIGNAL, and
+ * drain_stopping tells it why. */
 int drain_read_begin(void);
 void drain_read_end(void);
+int drain_stopping(void);
 
 #endif

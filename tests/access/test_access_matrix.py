@@ -357,6 +357,7 @@ def target_cells(name, t):
     cells += [(name, "readlink", p, None) for p in links]
     cells += [(name, "read", p, NOISE.get(os.path.basename(p))) for p in files]
     cells += [(name, "open_rw", p, None) for p in files]
+    cells += [(name, "poll", p, None) for p in files]
     if t.own:
         cells += [(name, "write", f, v) for f, v in writes(top, t.tid, files)]
     return cells

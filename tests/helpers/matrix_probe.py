@@ -11,6 +11,8 @@ An operation is [kind, path, arg], path relative to the tree:
   read      open read-only and read (the first CAP bytes); arg: prefixes of lines to
             drop, values that are noise at each read
   open_rw   open read-write, close at once: only the errno counts
+  poll      open read-only, poll for POLLIN, POLLPRI and POLLOUT without waiting: the
+            events ready (fs/request/poll.c)
   readlink  the link's text
   list      the directory's sorted names; arg, if any, seconds to wait before each
             /proc listing: for the fd tables of the daemon's server, which holds an fd
@@ -23,6 +25,7 @@ import errno
 import json
 import os
 import re
+import select
 import sys
 import time
 from itertools import zip_longest
@@ -69,6 +72,19 @@ def open_rw(path, _=None):
         return failed("open", e)
 
 
+def poll_now(path, _=None):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        return failed("open", e)
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLIN | select.POLLPRI | select.POLLOUT)
+        return ["ok", sorted(events for _, events in p.poll(0))]
+    finally:
+        os.close(fd)
+
+
 def readlink(path, _=None):
     try:
         return ["ok", os.readlink(path)]
@@ -101,8 +117,8 @@ def write(path, value):
         os.close(fd)
 
 
-LOOKS = {"read": read, "open_rw": open_rw, "readlink": readlink, "list": listing,
-         "listed": listed}
+LOOKS = {"read": read, "open_rw": open_rw, "poll": poll_now, "readlink": readlink,
+         "list": listing, "listed": listed}
 
 
 def masked_equal(procs, mount):

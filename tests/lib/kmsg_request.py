@@ -1,9 +1,13 @@
 """A request the server has taken and not answered: a read of kmsg through the mount,
-which waits in the server's read of the kernel log until a message comes."""
+which waits in the server until a message comes (or its reader's signal ends it:
+fs/request/read_wait.c)."""
 import os
 import signal
+import struct
 import threading
 import time
+
+PPOLL = 271  # x86_64's syscall number: the server waits for the kernel log in ppoll
 
 
 def drain_kernel_log():
@@ -32,23 +36,47 @@ def read_kmsg(path, result, cpu=None):
         result["errno"] = e.errno
 
 
+def kmsg_fds(pid):
+    """pid's fds open on a kmsg of some procfs."""
+    fds = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).endswith("/kmsg"):
+                fds.add(int(fd))
+        except OSError:
+            pass
+    return fds
+
+
+def polled_fd(pid, tid):
+    """The first fd a thread of pid waits on in ppoll, or None."""
+    with open("/proc/%d/task/%s/syscall" % (pid, tid)) as f:
+        call = f.read().split()
+    if not call or call[0] != str(PPOLL):
+        return None
+    with open("/proc/%d/mem" % pid, "rb") as mem:  # struct pollfd's fd
+        mem.seek(int(call[1], 16))
+        return struct.unpack("i", mem.read(4))[0]
+
+
 def waiting_in_kernel_log(pid):
-    """The threads of pid that wait in a read of the kernel log: requests it took."""
-    n = 0
+    """The threads of pid that wait for the kernel log, in ppoll on a kmsg or in a read
+    of it: requests it took."""
+    n, fds = 0, kmsg_fds(pid)
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                n += f.read() == "syslog_print"
+                n += f.read() == "syslog_print" or polled_fd(pid, tid) in fds
         except OSError:
             pass
     return n
 
 
 def end_kernel_log_waits(done, seconds=60):
-    """Logs a message every 50 ms until done() (each ends one read of the kernel log).
-    A request already handed to the server waits for its answer even once its caller is
-    killed, so a read the messages never end would hang the test: it fails instead,
-    naming the other readers of /proc/kmsg, which take messages first."""
+    """Logs a message every 50 ms until done() (each ends one read of the kernel log),
+    for reads made by a thread of the test, which no signal of the test's ends. A read
+    the messages never end would hang the test: it fails instead, naming the other
+    readers of /proc/kmsg, which take messages first."""
     deadline = time.time() + seconds
     while not done():
         assert time.time() < deadline, (

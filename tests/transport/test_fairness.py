@@ -385,7 +385,7 @@ def test_a_uid_past_its_share_of_threads_gets_eintr_and_others_are_served(mount_
         assert logged_shares(m) == s
     finally:
         hog.kill()
-        # its reads end only as the kernel logs: one message ends one
+        # its death ends its reads (test_interrupt.py); should one be left, messages end it
         end_kernel_log_waits(lambda: hog.poll() is not None)
         hog.wait()
     wait_for(lambda: waiting_in_kernel_log(server) == 0, 30, "the daemon's reads of kmsg to end")

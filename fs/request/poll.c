@@ -1,0 +1,74 @@
+/* POLL: what a poll of a handle gives its poller now, and a watch for
+ * pollers that must sleep (poll_watch.h). procfs answers a poll of its
+ * source file; a file without poll of its own gives the kernel's default
+ * (readable and writable), which is what a poll of the source fd gives. */
+#include "fs/request/poll.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "fs/lib/settings.h"
+#include "fs/request/open_file.h"
+#include "fs/request/poll_watch.h"
+#include "fs/request/request.h"
+
+/* The kernel's DEFAULT_POLLMASK: what a file without poll gives. */
+#define DEFAULT_POLLMASK (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)
+
+/* The fd whose readiness is the handle's: its source fd, or for a handle a
+ * helper serves (which opens the path again at each read: no fd here) the
+ * daemon's own open of the path, made at its first poll and kept with the
+ * handle. Readiness is the file's whoever opened it (mountinfo's is the
+ * target's mount namespace's, a sysctl's its table's), and the caller had
+ * the file opened already. -1 where none could be had. */
+static int poll_fd(const struct node *n, struct open_file *of)
+{
+	int fd = atomic_load(&of->poll_fd), none = -1;
+
+	if (of->head.fd >= 0)
+		return of->head.fd;
+	if (fd >= 0)
+		return fd;
+	fd = openat(pf.srcfd, n->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && !atomic_compare_exchange_strong(&of->poll_fd, &none, fd)) {
+		close(fd); /* another poll's is there */
+		fd = none;
+	}
+	return fd;
+}
+
+static unsigned ready_now(int fd, unsigned events)
+{
+	struct pollfd p = { .fd = fd, .events = (short)events };
+
+	if (fd < 0)
+		return DEFAULT_POLLMASK & events;
+	return poll(&p, 1, 0) > 0 ? (unsigned short)p.revents : 0;
+}
+
+/* A poll handle no watch took, on every path out (a refused request's too). */
+static void pollhandle_drop(struct fuse_pollhandle **ph)
+{
+	if (*ph)
+		fuse_pollhandle_destroy(*ph);
+}
+
+void pf_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	     struct fuse_pollhandle *ph)
+{
+	struct fuse_pollhandle *untaken __attribute__((cleanup(pollhandle_drop))) = ph;
+	struct open_file *of;
+	unsigned revents;
+	int r, fd;
+
+	REQUEST_BEGIN(rq, req, ino);
+	if (!(of = open_file_of(&rq, fi, &r)))
+		return request_fail(&rq, r);
+	fd = poll_fd(rq.node, of);
+	revents = (poll_watch_take(&of->poll_watch) & (fi->poll_events | POLLERR | POLLHUP)) |
+		  ready_now(fd, fi->poll_events);
+	if (!revents && ph && fd >= 0 && !poll_watch_arm(&of->poll_watch, fd, fi->poll_events, ph))
+		untaken = NULL;
+	fuse_reply_poll(req, revents);
+}
