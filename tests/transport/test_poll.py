@@ -13,6 +13,8 @@ import sys
 import tempfile
 import threading
 
+import pytest
+
 from lib.kmsg_request import drain_kernel_log
 from lib.waiting import wait_for
 
@@ -72,20 +74,26 @@ def test_a_poller_of_kmsg_sleeps_until_a_message(over_each):
     assert kmsg_poll(over_each.p("kmsg")) == want
 
 
-def test_a_poller_of_mountinfo_wakes_at_a_mount(over_each):
+@pytest.mark.parametrize("userns", [False, True], ids=["host_userns", "own_userns"])
+def test_a_poller_of_mountinfo_wakes_at_a_mount(over_each, userns):
     """In a mount namespace of its own, a poller of its mountinfo for POLLPRI wakes when
-    a mount is made there (as systemd and libmount's monitor wait)."""
+    a mount is made there (as systemd and libmount's monitor wait). In a user namespace
+    of its own too, where a helper serves the caller's files (the daemon polls its own
+    open of the path)."""
     with tempfile.TemporaryDirectory() as d:
         target = os.path.join(d, "t")
         os.mkdir(target)
-        # the poller and the mount in one new mount namespace: a shell runs both
-        script = ("%s -c '%s' \"$1\" %d & sleep 0.5; mount -t tmpfs procfast-test %s; wait"
+        # the poller and the mount in one new mount namespace: the mount is made once
+        # the poller said it sleeps
+        script = ("%s -c '%s' \"$1\" %d | { read first; echo \"$first\"; "
+                  "mount -t tmpfs procfast-test %s; cat; }"
                   % (sys.executable, POLLER.replace("'", "'\\''"),
                      select.EPOLLPRI | select.EPOLLERR, target))
+        unshare = ["unshare", "-m", "--propagation", "private"] + (["-Ur"] if userns else [])
 
         def mount_poll(path):
-            r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                                "sh", path], capture_output=True, text=True, timeout=60)
+            r = subprocess.run(unshare + ["sh", "-c", script, "sh", path], capture_output=True,
+                               text=True, timeout=60)
             assert r.returncode == 0, r.stderr
             return r.stdout.split()
         want = mount_poll("/proc/self/mountinfo")
