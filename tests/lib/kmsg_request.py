@@ -7,6 +7,8 @@ import struct
 import threading
 import time
 
+from lib.task_waits import each_task
+
 PPOLL = 271  # x86_64's syscall number: the server waits for the kernel log in ppoll
 
 
@@ -63,10 +65,9 @@ def waiting_in_kernel_log(pid):
     """The threads of pid that wait for the kernel log, in ppoll on a kmsg or in a read
     of it: requests it took."""
     n, fds = 0, kmsg_fds(pid)
-    for tid in os.listdir("/proc/%d/task" % pid):
+    for _, tid, wchan in each_task([pid]):
         try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                n += f.read() == "syslog_print" or polled_fd(pid, tid) in fds
+            n += wchan == "syslog_print" or polled_fd(pid, tid) in fds
         except OSError:
             pass
     return n
@@ -90,14 +91,11 @@ def end_kernel_log_waits(done, seconds=60):
 def kernel_log_readers():
     """Each task waiting in a read of /proc/kmsg, with its command line."""
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid, tid, wchan in each_task():
         try:
-            for tid in os.listdir("/proc/%s/task" % pid):
-                with open("/proc/%s/task/%s/wchan" % (pid, tid)) as f:
-                    if f.read() != "syslog_print":
-                        continue
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    found.append("%s/%s %s" % (pid, tid, f.read().replace(b"\0", b" ")
+            if wchan == "syslog_print":
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    found.append("%d/%d %s" % (pid, tid, f.read().replace(b"\0", b" ")
                                                .decode(errors="replace")[:100]))
         except OSError:
             pass

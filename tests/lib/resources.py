@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from lib.task_waits import waits_in_session
 from lib.waiting import mounted
 
 V1_ROOT = "/sys/fs/cgroup"
@@ -49,23 +50,6 @@ for line in sys.stdin:
             os.close(fd)
     print(json.dumps(out), flush=True)
 """
-
-
-def waits_in_session(sid):
-    """Where each process of session sid waits: its wchan and the kernel's stack."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                if int(f.read().rsplit(")", 1)[1].split()[3]) != sid:
-                    continue
-            with open("/proc/%s/wchan" % pid) as f:
-                wchan = f.read()
-            with open("/proc/%s/stack" % pid) as f:
-                out.append("%s %s:\n%s" % (pid, wchan, f.read()))
-        except OSError:
-            pass
-    return "\n".join(out) or "(no process left)"
 
 
 def owner_tag():

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from lib.kmsg_request import drain_kernel_log, waiting_in_kernel_log
+from lib.task_waits import thread_waits
 from lib.waiting import wait_for
 
 # Reads path once, with a SIGUSR1 handler (SA_RESTART when argv[2] is "restart"):
@@ -73,19 +74,6 @@ def waiting_reader(path, server, mode="intr"):
         if waits(p, server):
             return p
     raise AssertionError("the kernel log never stayed quiet")
-
-
-def thread_waits(pid):
-    """Where each thread of pid waits (wchan, syscall number)."""
-    found = []
-    for tid in os.listdir("/proc/%d/task" % pid) if pid else ():
-        try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as w, \
-                    open("/proc/%d/task/%s/syscall" % (pid, tid)) as c:
-                found.append("%s:%s" % (w.read(), c.read().split()[0]))
-        except (OSError, IndexError):
-            pass
-    return found
 
 
 def outcome(p):
