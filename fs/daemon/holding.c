@@ -65,6 +65,7 @@ static int start_source(void *ctx)
 	pf.read_only = o->read_only;
 	pf.snapshot = o->snapshot;
 	pf.no_dedup = o->no_dedup;
+	pf.no_poll = o->no_poll;
 	pf.entry_timeout = o->entry_timeout;
 	pf.attr_timeout = o->attr_timeout;
 	if (open_source(o))

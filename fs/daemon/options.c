@@ -21,6 +21,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "event_rcvbuf=%d", offsetof(struct options, event_rcvbuf), 0 },
 	{ "scan_lifetime=%u", offsetof(struct options, scan_ms), 0 },
 	{ "nodedup", offsetof(struct options, no_dedup), 1 },
+	{ "nopoll", offsetof(struct options, no_poll), 1 },
 	{ "norestart", offsetof(struct options, no_restart), 1 },
 	{ "snapshot", offsetof(struct options, snapshot), 1 },
 	{ "pidns=%s", offsetof(struct options, pidns), 0 },
@@ -298,6 +299,8 @@ void options_help(void)
 	       "                           trip less; a file held open and read again shows what\n"
 	       "                           it showed at its open (not for top, free -s, sysinfo)\n"
 	       "    -o nodedup             threads' fd/, fdinfo/ and task/ as directories, as in /proc\n"
+	       "    -o nopoll              every file ready at once for poll and epoll (no POLL\n"
+	       "                           requests: Go's open of a file makes one)\n"
 	       "    -o entry_timeout=SECS  kernel cache lifetime of names that live as long as\n"
 	       "                           their directory (default 1; pids, tids, fds: always 0)\n"
 	       "    -o attr_timeout=SECS   kernel cache lifetime of attributes (default 1)\n"

@@ -9,6 +9,7 @@ struct options {
 	int read_only;     /* -o ro (also given to the kernel) */
 	int no_allow_other;
 	int no_dedup;         /* -o nodedup */
+	int no_poll;          /* -o nopoll */
 	int no_restart;       /* -o norestart: no supervisor */
 	int snapshot;         /* -o snapshot: FUSE passthrough of a snapshot made at open */
 	int has_allow_other;

@@ -11,6 +11,7 @@ struct procfast {
 	int read_only;
 	int snapshot;        /* -o snapshot: an open's content made at open (fs/request/snapshot.c) */
 	int no_dedup;        /* -o nodedup: the kernel's layout for thread fd/ */
+	int no_poll;         /* -o nopoll: POLL answered ENOSYS (fs/request/poll.c) */
 	int hide_level;      /* hidepid: 0 off, 1 noaccess, 2 invisible, 4 ptraceable */
 	double entry_timeout; /* kernel cache lifetimes, for what may be cached */
 	double attr_timeout;

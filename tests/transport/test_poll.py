@@ -130,3 +130,16 @@ def test_an_upgrade_wakes_a_sleeping_poller_and_the_next_server_watches(over_eac
             message.join()
     woke = {str(select.EPOLLIN)} | ({str(select.EPOLLERR)} if over_each.over_uring() else set())
     assert got[0] == "sleeping" and got[1] in woke, (got, over_each.output())
+
+
+def test_nopoll_gives_every_file_ready_at_once(mount_with):
+    """-o nopoll: the first POLL is answered ENOSYS and the kernel asks no more; a poller
+    of kmsg is then ready at once with nothing logged, where on /proc it sleeps."""
+    m = mount_with("nopoll")
+    for _ in range(20):  # made again while a message the kernel logs wakes /proc's first
+        drain_kernel_log()
+        on_proc = poll_once("/proc/kmsg", select.POLLIN)
+        if not on_proc:
+            break
+    assert on_proc == []
+    assert poll_once(m.p("kmsg"), select.POLLIN) == [select.POLLIN]
