@@ -24,7 +24,8 @@
  * every request begins (fair_guard_ops), by uid and pool, without a lock
  * (fs/caller/shares.h).
  * FORGET, RELEASE and RELEASEDIR are never refused: the kernel sends them
- * once and they never wait.
+ * once and they never wait. Nor is POLL, which never waits either: a
+ * refused one would be EPOLLERR to its poller (fs/request/poll.c).
  */
 #ifndef PROCFAST_FAIR_H
 #define PROCFAST_FAIR_H

@@ -7,7 +7,12 @@
  * adds every file it opens to its epoll (os.Open): one more round trip a
  * file for a Go agent (187 POLLs in a node_exporter scrape of 1,300
  * requests here). -o nopoll answers ENOSYS, after which the kernel asks
- * no more and gives every file of the mount as ready at once. */
+ * no more and gives every file of the mount as ready at once.
+ *
+ * A POLL is never refused (fair.h) nor failed: the kernel gives a poll
+ * that failed as EPOLLERR, which Go takes as the file's error at its next
+ * read (node_exporter's collectors failed while root's share was busy and
+ * its POLLs were refused with EINTR). It holds no thread: it never waits. */
 #include "fs/request/poll.h"
 
 #include <errno.h>
@@ -16,6 +21,7 @@
 #include <unistd.h>
 
 #include "fs/lib/settings.h"
+#include "fs/request/handle.h"
 #include "fs/request/open_file.h"
 #include "fs/request/poll_watch.h"
 #include "fs/request/request.h"
@@ -65,17 +71,19 @@ void pf_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	     struct fuse_pollhandle *ph)
 {
 	struct fuse_pollhandle *untaken __attribute__((cleanup(pollhandle_drop))) = ph;
-	struct open_file *of;
+	struct node *n = request_node(ino);
+	struct open_file *of = n ? handle_find(fi->fh) : NULL;
 	unsigned revents;
-	int r, fd;
+	int fd;
 
 	/* the kernel asks no more: every file is ready at once from then on */
 	if (pf.no_poll)
 		return (void)fuse_reply_err(req, ENOSYS);
-	REQUEST_BEGIN(rq, req, ino);
-	if (!(of = open_file_of(&rq, fi, &r)))
-		return request_fail(&rq, r);
-	fd = poll_fd(rq.node, of);
+	/* A handle of an earlier server not opened here yet (open_file.h): as a
+	 * file without poll. */
+	if (!of)
+		return (void)fuse_reply_poll(req, DEFAULT_POLLMASK & fi->poll_events);
+	fd = poll_fd(n, of);
 	revents = (poll_watch_take(&of->poll_watch) & (fi->poll_events | POLLERR | POLLHUP)) |
 		  ready_now(fd, fi->poll_events);
 	if (!revents && ph && fd >= 0 && !poll_watch_arm(&of->poll_watch, fd, fi->poll_events, ph))
