@@ -77,8 +77,10 @@ static int open_as_caller(struct request *rq, struct open_file *of)
 static void open_file_free(struct open_file *of)
 {
 	poll_watch_drop(&of->poll_watch);
-	if (atomic_load(&of->poll_fd) >= 0)
+	if (atomic_load(&of->poll_fd) >= 0) {
 		close(atomic_load(&of->poll_fd));
+		fair_handle_release(&of->poll_share);
+	}
 	if (of->head.fd >= 0)
 		close(of->head.fd);
 	ns_helper_put(of->helper);

@@ -35,6 +35,7 @@ struct open_file {
 	int snapshot_id;          /* the backing file the kernel reads (snapshot.h), or 0 */
 	struct poll_watch_ref poll_watch; /* its pollers' (poll_watch.h) */
 	atomic_int poll_fd;       /* with a helper: the daemon's open, polled (poll.c), or -1 */
+	struct fair_hold poll_share; /* poll_fd's, counted in its opener's shares too */
 };
 
 /* A source open of the request's node as the caller, for the kernel's open

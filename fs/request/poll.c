@@ -34,21 +34,27 @@
  * daemon's own open of the path, made at its first poll and kept with the
  * handle. Readiness is the file's whoever opened it (mountinfo's is the
  * target's mount namespace's, a sysctl's its table's), and the caller had
- * the file opened already. -1 where none could be had. */
-static int poll_fd(const struct node *n, struct open_file *of)
+ * the file opened already. It is one more fd of the caller's: counted in
+ * its shares (fair.h), past which the file polls as one without poll. -1
+ * where none could be had. */
+static int poll_fd(fuse_req_t req, const struct node *n, struct open_file *of)
 {
 	int fd = atomic_load(&of->poll_fd), none = -1;
+	struct fair_hold hold = { 0 };
 
 	if (of->head.fd >= 0)
 		return of->head.fd;
-	if (fd >= 0)
+	if (fd >= 0 || fair_handle_take(req, &hold))
 		return fd;
 	fd = openat(pf.srcfd, n->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && !atomic_compare_exchange_strong(&of->poll_fd, &none, fd)) {
-		close(fd); /* another poll's is there */
-		fd = none;
+	if (fd >= 0 && atomic_compare_exchange_strong(&of->poll_fd, &none, fd)) {
+		of->poll_share = hold;
+		return fd;
 	}
-	return fd;
+	fair_handle_release(&hold);
+	if (fd >= 0)
+		close(fd); /* another poll's is there */
+	return none;
 }
 
 static unsigned ready_now(int fd, unsigned events)
@@ -83,7 +89,7 @@ void pf_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	 * file without poll. */
 	if (!of)
 		return (void)fuse_reply_poll(req, DEFAULT_POLLMASK & fi->poll_events);
-	fd = poll_fd(n, of);
+	fd = poll_fd(req, n, of);
 	revents = (poll_watch_take(&of->poll_watch) & (fi->poll_events | POLLERR | POLLHUP)) |
 		  ready_now(fd, fi->poll_events);
 	if (!revents && ph && fd >= 0 && !poll_watch_arm(&of->poll_watch, fd, fi->poll_events, ph))
