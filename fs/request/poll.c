@@ -57,6 +57,7 @@ static int poll_fd(fuse_req_t req, const struct node *n, struct open_file *of)
 	return none;
 }
 
+/* What a poll of fd gives now; fd -1: a file without poll. */
 static unsigned ready_now(int fd, unsigned events)
 {
 	struct pollfd p = { .fd = fd, .events = (short)events };
@@ -88,7 +89,7 @@ void pf_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	/* A handle of an earlier server not opened here yet (open_file.h): as a
 	 * file without poll. */
 	if (!of)
-		return (void)fuse_reply_poll(req, DEFAULT_POLLMASK & fi->poll_events);
+		return (void)fuse_reply_poll(req, ready_now(-1, fi->poll_events));
 	fd = poll_fd(req, n, of);
 	revents = (poll_watch_take(&of->poll_watch) & (fi->poll_events | POLLERR | POLLHUP)) |
 		  ready_now(fd, fi->poll_events);

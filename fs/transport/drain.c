@@ -28,6 +28,15 @@ static pthread_t drainer_thread;
 static int drainer_started;
 /* The server's loop has ended (drain_stop): nothing is left to drain. */
 static atomic_int loop_over;
+/* Threads that read a request and have neither read again nor ended: the
+ * session ends only once there are none, because libfuse's loop drops a
+ * request read as it ends (fuse_loop_mt.c: a worker that finds the loop's
+ * exit flag set after its read returns leaves without processing what it
+ * read, and the close of its clone fd then ends that request with
+ * ECONNABORTED). The key's destructor counts a thread that ends holding one. */
+static atomic_int taken;
+static pthread_key_t taken_key;
+static pthread_once_t taken_key_once = PTHREAD_ONCE_INIT;
 
 static int enter(void)
 {
@@ -65,6 +74,35 @@ void drain_read_end(void)
 	if (my_slot >= 0)
 		atomic_store(&readers[my_slot], 0);
 	my_slot = -1;
+}
+
+static void taken_thread_ended(void *held)
+{
+	(void)held;
+	atomic_fetch_sub(&taken, 1);
+}
+
+static void make_taken_key(void)
+{
+	if (pthread_key_create(&taken_key, taken_thread_ended))
+		log_warn("drain: no thread key: a request read as the server stops may be lost");
+}
+
+void drain_taken_begin(void)
+{
+	pthread_once(&taken_key_once, make_taken_key);
+	atomic_fetch_add(&taken, 1);
+	if (pthread_setspecific(taken_key, &taken))
+		atomic_fetch_sub(&taken, 1);
+}
+
+void drain_taken_end(void)
+{
+	pthread_once(&taken_key_once, make_taken_key);
+	if (pthread_getspecific(taken_key)) {
+		pthread_setspecific(taken_key, NULL);
+		atomic_fetch_sub(&taken, 1);
+	}
 }
 
 int drain_wait_begin(void)
@@ -130,6 +168,9 @@ static void *drainer(void *arg)
 	atomic_store(&draining, 1);
 	if ((left = wait_until_zero(NULL, 1)))
 		log_warn("stopping with %d reads of the connection still under way", left);
+	/* no read starts now: those that took a request are counted by now */
+	if ((left = wait_until_zero(&taken, 0)))
+		log_warn("stopping with %d requests read and not yet done", left);
 	fuse_session_exit(session);
 	return NULL;
 }

@@ -6,7 +6,7 @@
  * reader of the mount sees an error at every upgrade, restart by signal or
  * hand-over to a successor (takeover.h). Here SIGTERM, SIGINT and SIGHUP
  * first close the door instead: no read starts any more, the reads under
- * way are interrupted (those that took a request finish it), and only then
+ * way are interrupted, those that took a request finish it, and only then
  * does the session end. Requests not yet taken stay in the kernel's queue
  * for the next server.
  *
@@ -41,5 +41,11 @@ void drain_wait_end(void);
 int drain_read_begin(void);
 void drain_read_end(void);
 int drain_stopping(void);
+
+/* Around a request from its read of /dev/fuse to the thread's next read (or
+ * its end): begun before drain_read_end, ended before the next
+ * drain_read_begin. The session ends once no thread holds one. */
+void drain_taken_begin(void);
+void drain_taken_end(void);
 
 #endif

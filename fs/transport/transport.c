@@ -162,10 +162,17 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 	const struct fuse_in_header *in = buf;
 	ssize_t n;
 
-	if (drain_read_begin())
+	drain_taken_end(); /* the request this thread read before is done with */
+	if (drain_read_begin()) {
+		/* libfuse reads again at once until the session ends: not a spin */
+		usleep(1000);
+		errno = EINTR;
 		return -1;
+	}
 	pthread_cleanup_push(read_cancelled, NULL);
 	n = read(fd, buf, len);
+	if (n > 0)
+		drain_taken_begin(); /* before the drain sees this thread out of its read */
 	pthread_cleanup_pop(1);
 
 	(void)userdata;
