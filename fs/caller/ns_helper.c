@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +44,7 @@ static const enum reader_ns_kind helper_kinds[] = { RNS_NET, RNS_UTS, RNS_IPC, R
 #define HELPER_IO_MAX (64 * 1024)
 #define HELPER_IDLE_NS (30ULL * 1000000000ULL)
 #define MAX_HELPERS 16
+#define MAKER_END_MS 2000
 
 /* OPEN opens and closes (open's answer); READ and WRITE open, act at the
  * offset and close; OPEN_DIR opens and hands the directory back; STAT,
@@ -261,6 +264,7 @@ static void helper_main(int sock, const int *fds)
 	int ok;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGTERM, SIG_DFL); /* the maker's end is ours */
 	ok = helper_enter(fds) == 0;
 	for (size_t i = 0; i < NKINDS; i++)
 		if (fds[i] >= 0)
@@ -277,6 +281,21 @@ struct make_msg {
 	unsigned present; /* bit i: a file for helper_kinds[i] follows */
 };
 
+/* The server is done (its end of the socket closed): the helpers end
+ * first, those it still held too, so that none outlives the daemon holding
+ * its source open (a procfs mount of a container's would stay busy). The
+ * maker and its helpers are a process group of their own, in which only
+ * the maker ignores SIGTERM; with SIGCHLD ignored, wait() returns once
+ * every child has ended. */
+static void __attribute__((noreturn)) maker_end(void)
+{
+	if (getpgrp() == getpid()) /* never the server's group */
+		kill(0, SIGTERM);
+	while (wait(NULL) >= 0 || errno == EINTR)
+		;
+	_exit(0);
+}
+
 static void maker_loop(int sock)
 {
 	for (;;) {
@@ -289,7 +308,7 @@ static void maker_loop(int sock)
 		struct cmsghdr *c;
 
 		if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) <= 0)
-			_exit(0);
+			maker_end();
 		c = CMSG_FIRSTHDR(&m);
 		if (c && c->cmsg_type == SCM_RIGHTS)
 			n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -325,7 +344,8 @@ static void maker_main(int sock, int srcfd, int selfproc)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 	signal(SIGCHLD, SIG_IGN); /* helpers are reaped by the kernel */
-	signal(SIGTERM, SIG_DFL);
+	signal(SIGTERM, SIG_IGN); /* maker_end's, for its helpers */
+	setpgid(0, 0);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	if (keep_only(sock, srcfd, selfproc))
@@ -562,6 +582,21 @@ void ns_helper_trim(void)
 		helper_free(gone[--n]);
 }
 
+/* The server's stop waits for the maker (its child): once it ended, no
+ * helper holds the source any more. Bounded: a helper that cannot end (in
+ * an uninterruptible wait) must not hold the stop. */
+static void maker_wait_end(void)
+{
+	__do_close int pidfd = (int)syscall(SYS_pidfd_open, maker_pid, 0);
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd < 0 || poll(&p, 1, MAKER_END_MS) != 1) {
+		log_warn("the helpers' maker did not end in %d ms: killed", MAKER_END_MS);
+		kill(maker_pid, SIGKILL);
+	}
+	waitpid(maker_pid, NULL, 0);
+}
+
 void ns_helper_stop(void)
 {
 	for (int i = 0; i < MAX_HELPERS; i++) {
@@ -569,10 +604,11 @@ void ns_helper_stop(void)
 			helper_free(helpers[i]);
 		helpers[i] = NULL;
 	}
-	if (maker >= 0)
-		close(maker); /* the maker reads EOF and exits */
+	if (maker >= 0) {
+		close(maker); /* the maker reads EOF, ends its helpers and exits */
+		maker_wait_end();
+	}
 	maker = -1;
-	(void)maker_pid;
 }
 
 /* One request's arguments, and the directory an OPEN_DIR hands back. */

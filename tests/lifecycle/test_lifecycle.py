@@ -7,7 +7,7 @@ import tempfile
 import time
 
 from lib.build import BIN
-from lib.mount import is_ns_helper
+from lib.mount import Mount, is_ns_helper
 
 
 def daemon_pids(mountpoint):
@@ -136,3 +136,51 @@ def test_no_fuse_device_one_line():
         assert rc == 1 and len(lines) == 1 and "Not a directory" in lines[0], lines
     finally:
         os.rmdir(m)
+
+
+def test_no_helper_outlives_the_daemon():
+    """A caller in a user namespace of its own is served by a helper process, forked by
+    the server's maker of helpers (fs/caller/ns_helper.h); both hold the source procfs
+    open. Once the daemon has exited none of them is left, so a procfs mounted for it (a
+    container's, a test's) unmounts at once: before, they ended after the daemon, and
+    the unmount failed with EBUSY (test_faults' pid namespace, once beside a CPU hog)."""
+    procfs = tempfile.mkdtemp(prefix="procfast-test-procfs-")
+    subprocess.run(["mount", "-t", "proc", "proc", procfs], check=True)
+    try:
+        for _ in range(5):
+            m = Mount(["source=" + procfs])
+            try:
+                r = subprocess.run(["unshare", "-U", "-r", "cat", m.p("uptime")],
+                                   capture_output=True, text=True, timeout=30)
+                assert r.returncode == 0 and r.stdout.strip(), r
+                helpers = [p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
+                           if is_ns_helper(p) and holds(p, procfs)]
+                assert len(helpers) >= 2, "no maker and helper hold the source: %s" % helpers
+            finally:
+                m.close()
+            left = [p for p in helpers if is_ns_helper(p)]
+            assert not left, "helpers of the daemon outlived it: %s" % left
+            # nothing of the daemon's holds the source now
+            r = subprocess.run(["umount", procfs], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            subprocess.run(["mount", "-t", "proc", "proc", procfs], check=True)
+    finally:
+        subprocess.run(["umount", "-l", procfs], capture_output=True)
+        os.rmdir(procfs)
+
+
+def holds(pid, path):
+    """Whether process pid has an fd open on path's file system root (its source)."""
+    want = os.stat(path)
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            st = os.stat("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+            return True
+    return False
