@@ -590,7 +590,11 @@ static void maker_wait_end(void)
 	__do_close int pidfd = (int)syscall(SYS_pidfd_open, maker_pid, 0);
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
-	if (pidfd < 0 || poll(&p, 1, MAKER_END_MS) != 1) {
+	if (pidfd < 0) {
+		log_warn("the helpers' maker cannot be waited for (pidfd_open: %s): killed",
+			 strerror(errno));
+		kill(maker_pid, SIGKILL);
+	} else if (poll(&p, 1, MAKER_END_MS) != 1) {
 		log_warn("the helpers' maker did not end in %d ms: killed", MAKER_END_MS);
 		kill(maker_pid, SIGKILL);
 	}

@@ -36,7 +36,7 @@ static atomic_int loop_over;
  * ECONNABORTED). The key's destructor counts a thread that ends holding one. */
 static atomic_int taken;
 static pthread_key_t taken_key;
-static pthread_once_t taken_key_once = PTHREAD_ONCE_INIT;
+static int taken_key_made; /* set once by drain_init, before any worker reads */
 
 static int enter(void)
 {
@@ -86,11 +86,14 @@ static void make_taken_key(void)
 {
 	if (pthread_key_create(&taken_key, taken_thread_ended))
 		log_warn("drain: no thread key: a request read as the server stops may be lost");
+	else
+		taken_key_made = 1;
 }
 
 void drain_taken_begin(void)
 {
-	pthread_once(&taken_key_once, make_taken_key);
+	if (!taken_key_made)
+		return;
 	atomic_fetch_add(&taken, 1);
 	if (pthread_setspecific(taken_key, &taken))
 		atomic_fetch_sub(&taken, 1);
@@ -98,8 +101,7 @@ void drain_taken_begin(void)
 
 void drain_taken_end(void)
 {
-	pthread_once(&taken_key_once, make_taken_key);
-	if (pthread_getspecific(taken_key)) {
+	if (taken_key_made && pthread_getspecific(taken_key)) {
 		pthread_setspecific(taken_key, NULL);
 		atomic_fetch_sub(&taken, 1);
 	}
@@ -205,6 +207,8 @@ int drain_init(struct fuse_session *se, void (*quiesce)(void))
 
 	session = se;
 	quiesce_fn = quiesce;
+	if (!taken_key_made)
+		make_taken_key();
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) ||
 	    fcntl(stop_pipe[0], F_SETFL, 0)) /* the drainer blocks, the handler does not */
 		return -errno;

@@ -82,6 +82,23 @@ def do(op, path):
         return errname(e)
 
 
+def target_state(source, rel):
+    """What decides access to a process's entries, as /proc shows it now: its name, ids,
+    and the owner of the entry (root where the process is not dumpable)."""
+    pid = rel.split("/")[0]
+    if not NUMERIC.match(pid):
+        return "not a process's"
+    out = []
+    try:
+        with open(os.path.join(source, pid, "status")) as f:
+            out += [l.strip() for l in f if l.startswith(("Name:", "Uid:", "Gid:"))]
+        st = os.lstat(os.path.join(source, rel))
+        out.append("owner %d:%d mode %o" % (st.st_uid, st.st_gid, st.st_mode & 0o7777))
+    except OSError as e:
+        out.append(errname(e))
+    return ", ".join(out)
+
+
 class Reader:
     def __init__(self, mount, source, seed):
         self.mount, self.source = mount, source
@@ -96,7 +113,9 @@ class Reader:
             kind = self.classify(op, rel, got)
             self.classes[kind] = self.classes.get(kind, 0) + 1
             if kind == "bad" and len(self.bad) < 50:
-                self.bad.append("%s %s: %s" % (op, rel, got))
+                self.bad.append("%s %s: %s (/proc: %s; reader uid %d; %s)" % (
+                    op, rel, got, do(op, os.path.join(self.source, rel)), os.getuid(),
+                    target_state(self.source, rel)))
         return got
 
     def classify(self, op, rel, got):
