@@ -119,12 +119,14 @@ int open_file_make(struct request *rq, int flags, struct open_file **made)
 
 void open_file_close(struct node *n, struct open_file *of)
 {
+	/* uncounted before the place is given back: an open waiting for the
+	 * place (snapshot.c) then finds itself the inode's only open */
+	file_size_released(n);
 	/* the kernel let the inode's backing file go before it sent RELEASE */
 	if (of->snapshot_id) {
 		snapshot_pool_release(of->snapshot_id);
 		atomic_store(&n->snapshot_held, false);
 	}
-	file_size_released(n);
 	open_file_free(of);
 }
 

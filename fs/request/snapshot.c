@@ -2,6 +2,7 @@
 #include "fs/request/snapshot.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,12 +12,18 @@
 #include "cache/nodes/node.h"
 #include "fs/entries/name_class.h"
 #include "fs/lib/cleanup.h"
+#include "fs/lib/clock.h"
 #include "fs/lib/fuse_passthrough.h"
 #include "fs/lib/settings.h"
 #include "fs/request/snapshot_pool.h"
 
 #define SNAPSHOT_MAX (4 << 20)
 #define CHUNK (64 << 10)
+/* How long an open waits for the RELEASE of an earlier snapshot open of its
+ * inode, and how often it looks. */
+#define RELEASE_WAIT_NS (1000 * 1000)
+#define RELEASE_LOOK_NS (20 * 1000)
+#define RELEASE_SPIN_NS (100 * 1000)
 
 static int eligible(const struct node *n, const struct open_file *of, int flags)
 {
@@ -65,14 +72,44 @@ static int contended(const struct node *n)
 	return !dir || atomic_load(&dir->snapshot_contended);
 }
 
+/* Takes n's one snapshot place. A file closed and opened again at once (a
+ * tool's loop, psutil's calls that each read PID/stat) finds its inode still
+ * held: the kernel sends the close's RELEASE without waiting for it, and
+ * another worker may not have served it yet when this OPEN comes. The
+ * kernel has let that backing file go before it sent the RELEASE, so the
+ * place is free as soon as the RELEASE is served: waiting for it briefly
+ * keeps the file a snapshot, where giving up would move this open to a new
+ * inode (snapshot_met) and end snapshots in its directory. A file another
+ * opener holds open stays held: the wait ends bounded, once a directory. */
+static int hold_inode(struct node *n)
+{
+	uint64_t deadline = 0;
+	bool free_inode = false;
+
+	while (!atomic_compare_exchange_strong(&n->snapshot_held, &free_inode, true)) {
+		uint64_t now = now_ns();
+
+		if (!deadline)
+			deadline = now + RELEASE_WAIT_NS;
+		else if (now >= deadline)
+			return 0;
+		/* the RELEASE takes a few µs to serve: yield to it (it may wait
+		 * for this CPU) before sleeping, which costs a timer's slack */
+		if (now + RELEASE_WAIT_NS - deadline < RELEASE_SPIN_NS)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){ .tv_nsec = RELEASE_LOOK_NS }, NULL);
+		free_inode = false;
+	}
+	return 1;
+}
+
 int snapshot_take(struct request *rq, struct open_file *of, int flags, snapshot_read_fn read)
 {
 	struct node *n = rq->node;
-	bool free_inode = false;
 	int id;
 
-	if (!eligible(n, of, flags) || contended(n) ||
-	    !atomic_compare_exchange_strong(&n->snapshot_held, &free_inode, true))
+	if (!eligible(n, of, flags) || contended(n) || !hold_inode(n))
 		return 0;
 	/* Only the open in hand: another one, of the exact path, may not have
 	 * reached the kernel yet, which would fail it beside this one. It looks

@@ -179,6 +179,19 @@ def test_many_opens_of_one_file_at_once(snap, sleeper):
     assert errors == [] and texts == {want}
 
 
+def test_a_file_reopened_at_once(snap, sleeper):
+    """A close's RELEASE is sent without waiting: the next open of the file may find the
+    inode's snapshot place still held, and waits for that RELEASE (snapshot.c). Opened,
+    read and closed again and again, through one path and through two names of one
+    directory, it gives procfs's bytes every time and never fails."""
+    pid = sleeper.pid
+    want = {f: open("/proc/%d/%s" % (pid, f), "rb").read() for f in ("cmdline", "environ")}
+    for i in range(300):
+        f = ("cmdline", "environ")[i % 3 == 0]
+        with open(snap.p(pid, f), "rb") as fh:
+            assert fh.read() == want[f], (i, f)
+
+
 def test_writes_stay_exact(snap, sleeper):
     """A read-write open is no snapshot: the write reaches procfs, and a read of the
     same handle afterwards shows it."""
