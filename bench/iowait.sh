@@ -90,11 +90,8 @@ for arm in "${ARMS[@]}"; do
 	mkdir -p "$mnt"
 	echo "iowait.sh: $arm ($bin): no mount" >&2
 	row "$arm" "no mount" "$(window)"
-	"$bin" -f -o uring=on,uring_threads="$THREADS" "$mnt" 2>"$WORK/$arm.log" &
-	pid=$!
-	SERVERS+=("$pid")
-	MOUNTS+=("$mnt")
-	wait_mounted "$mnt" "$pid"
+	serve_procfast "$bin" "$mnt" "$WORK/$arm.log" "uring=on,uring_threads=$THREADS"
+	pid=$SERVED
 	ls "$mnt" >/dev/null
 	for _ in $(seq 100); do grep -q "serving through" "$WORK/$arm.log" && break; sleep 0.05; done
 	LINE[$arm]=$(grep -m1 "serving through" "$WORK/$arm.log" || echo "(no transport line)")

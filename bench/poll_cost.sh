@@ -39,12 +39,8 @@ traced_scrape() { # the requests of one scrape by opcode: "TOTAL POLL"
 round() { # ARM URING: "ARM URING MEDIAN_MS TOTAL POLL"
 	local src=/proc mnt=$WORK/mnt-$1 pid exporter times=() ops="- -"
 	if [[ $1 != proc ]]; then
-		mkdir -p "$mnt"
-		"$PROCFAST" -f -o uring="$2",norestart${3:+,$3} "$mnt" 2>>"$WORK/$1.log" &
-		pid=$!
-		SERVERS+=("$pid")
-		MOUNTS+=("$mnt")
-		wait_mounted "$mnt" "$pid"
+		serve_procfast "$PROCFAST" "$mnt" "$WORK/$1.log" "uring=$2,norestart${3:+,$3}"
+		pid=$SERVED
 		src=$mnt
 	fi
 	prometheus-node-exporter --path.procfs="$src" --collector.processes \

@@ -33,12 +33,8 @@ ps_over() { # MOUNT: one ps -ef with MOUNT over /proc
 # "runs cpu_ms_per_run" in $WORK/NAME.runs and perf's per-symbol table in $WORK/NAME.syms.
 profile_one() { # NAME URING(on|off)
 	local name=$1 mnt=$WORK/$1 server runs=0 t0 perf_pid
-	mkdir -p "$mnt"
-	"$PROCFAST_BIN" -f -o "norestart,uring=$2" "$mnt" 2>"$WORK/$name.log" &
-	server=$!
-	SERVERS+=("$server")
-	MOUNTS+=("$mnt")
-	wait_mounted "$mnt" "$server"
+	serve_procfast "$PROCFAST_BIN" "$mnt" "$WORK/$name.log" "norestart,uring=$2"
+	server=$SERVED
 	for _ in 1 2 3; do ps_over "$mnt"; done
 	perf record -q -e cpu-clock -F 4000 -g -p "$server" -o "$WORK/$name.data" \
 		-- sleep "$SECONDS_EACH" >/dev/null 2>&1 &

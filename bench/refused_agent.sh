@@ -45,14 +45,10 @@ server_of() { # BIN: the process of BIN with the most threads (the one that serv
 
 round() { # ARM URING: one JSON line
 	local bin=${BIN[$1]} mnt=$WORK/mnt-$1 pid
-	mkdir -p "$mnt"
 	# shellcheck disable=SC2034 # servers_cleanup stops what runs it
 	PROCFAST_BIN=$bin
-	"$bin" -f -o uring="$2",norestart,max_busy_per_uid=1 "$mnt" 2>>"$WORK/$1-$2.log" &
-	pid=$!
-	SERVERS+=("$pid")
-	MOUNTS+=("$mnt")
-	wait_mounted "$mnt" "$pid"
+	serve_procfast "$bin" "$mnt" "$WORK/$1-$2.log" "uring=$2,norestart,max_busy_per_uid=1"
+	pid=$SERVED
 	unshare -n /usr/bin/python3 "$ROOT/bench/refused_agent.py" "$mnt" "$(server_of "$bin")" "$CPU" "$HOLD" |
 		sed "s/^{/{\"arm\": \"$1\", \"uring\": \"$2\", /"
 	umount "$mnt" || umount -l "$mnt"

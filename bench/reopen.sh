@@ -32,14 +32,8 @@ cleanup() { release_pair_remove; }
 
 declare -A MNT S OPS
 serve() { # ARM TRANSPORT BINARY OPTIONS
-	local mnt=$WORK/mnt-$1 pid
-	mkdir -p "$mnt"
-	"$3" -f -o "norestart,uring=$2${4:+,$4}" "$mnt" 2>"$WORK/$1.log" &
-	pid=$!
-	SERVERS+=("$pid")
-	MOUNTS+=("$mnt")
-	wait_mounted "$mnt" "$pid"
-	MNT[$1]=$mnt
+	MNT[$1]=$WORK/mnt-$1
+	serve_procfast "$3" "${MNT[$1]}" "$WORK/$1.log" "norestart,uring=$2${4:+,$4}"
 }
 unserve() { # ARM
 	umount "${MNT[$1]}" || umount -l "${MNT[$1]}"

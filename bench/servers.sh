@@ -13,6 +13,10 @@
 #   stop_server PID            SIGTERM (a floor unmounts itself), SIGKILL after 2 s
 #   procfast_pids BIN          the pids of the processes running the binary BIN
 #   wait_mounted PATH PID      returns once PATH is a mount point; exits if PID died first
+#   serve_procfast BIN MOUNT LOG OPTIONS
+#                              BIN -f -o OPTIONS MOUNT in the background (stderr appended
+#                              to LOG), recorded for servers_cleanup; returns once
+#                              mounted, its pid in SERVED
 URING_PARAM=/sys/module/fuse/parameters/enable_uring
 MOUNTS=()
 SERVERS=()
@@ -72,6 +76,15 @@ servers_cleanup() { # every step, whatever the one before did
 	[[ -n $URING_OLD ]] && echo "$URING_OLD" >"$URING_PARAM"
 	rm -rf "$WORK"
 	rmdir "$SCRATCH_ROOT" 2>/dev/null
+}
+
+serve_procfast() {
+	mkdir -p "$2"
+	"$1" -f -o "$4" "$2" 2>>"$3" &
+	SERVED=$!
+	SERVERS+=("$SERVED")
+	MOUNTS+=("$2")
+	wait_mounted "$2" "$SERVED"
 }
 
 wait_mounted() {

@@ -2,8 +2,8 @@
 #include "fs/request/snapshot.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -83,23 +83,21 @@ static int contended(const struct node *n)
  * opener holds open stays held: the wait ends bounded, once a directory. */
 static int hold_inode(struct node *n)
 {
-	uint64_t deadline = 0;
+	uint64_t start = 0, waited;
 	bool free_inode = false;
 
 	while (!atomic_compare_exchange_strong(&n->snapshot_held, &free_inode, true)) {
-		uint64_t now = now_ns();
-
-		if (!deadline)
-			deadline = now + RELEASE_WAIT_NS;
-		else if (now >= deadline)
+		free_inode = false;
+		if (!start)
+			start = now_ns();
+		if ((waited = now_ns() - start) >= RELEASE_WAIT_NS)
 			return 0;
 		/* the RELEASE takes a few µs to serve: yield to it (it may wait
 		 * for this CPU) before sleeping, which costs a timer's slack */
-		if (now + RELEASE_WAIT_NS - deadline < RELEASE_SPIN_NS)
+		if (waited < RELEASE_SPIN_NS)
 			sched_yield();
 		else
 			nanosleep(&(struct timespec){ .tv_nsec = RELEASE_LOOK_NS }, NULL);
-		free_inode = false;
 	}
 	return 1;
 }
