@@ -233,11 +233,15 @@ static int start_rings(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	transport_reserve(d->o->uring_mode, d->o->uring_threads, d->handed->rings_fd);
-	if (d->handed->rings_fd >= 0) { /* mapped, or not to be: the supervisor holds it */
-		close(d->handed->rings_fd);
-		d->handed->rings_fd = -1;
+	int fd = transport_reserve(d->o->uring_mode, d->o->uring_threads, d->handed->rings_fd);
+
+	/* An executed server's memfd is its supervisor's to hold; a supervisor
+	 * holds its own mount's (supervisor_run takes it from the hand-over). */
+	if (fd >= 0 && d->serve != SUPERVISOR_DONE) {
+		close(fd);
+		fd = -1;
 	}
+	d->handed->rings_fd = fd;
 	return 0;
 }
 

@@ -36,7 +36,8 @@ struct handover {
 	enum handover_serve serve;
 	int pidns_fd;            /* a server: pidns= as an open file, or -1 */
 	int ready_fd;            /* a first server: where to say INIT was answered, or -1 */
-	int rings_fd;            /* a server: its mount's ring buffers' memfd, or -1 */
+	int rings_fd;            /* the mount's ring buffers' memfd (a server's, or the
+				  * supervisor's own mount's), or -1 */
 	int nodes_fd;            /* the mount's node record (cache/nodes/node_record.h), or -1 */
 	int log_syslog;          /* the supervisor logs to syslog */
 	int control_fd;          /* upgrade: the control= socket, or -1 */

@@ -17,7 +17,7 @@ struct mount_slot {
 	pid_t server;       /* its server, 0 while none runs */
 	int ready;          /* a server answered INIT: the next one resumes */
 	int ready_rd;       /* the first server's INIT report (a byte, or EOF), or -1 */
-	int rings_fd;       /* handed over: the memfd its servers' ring buffers are in, or -1 */
+	int rings_fd;       /* the memfd its servers' ring buffers are in, or -1 */
 	int nodes_fd;       /* the memfd a draining server leaves its node table in
 			     * for the next (cache/nodes/node_record.h), or -1 */
 	unsigned conn;      /* handed over: its fusectl number (fuse_conn.h), or 0 */

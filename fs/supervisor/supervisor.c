@@ -160,6 +160,7 @@ static void what_we_hold(struct handover *h, int with_successor)
 	handover_init(h);
 	h->session_fd = slots[0]->fd;
 	h->nodes_fd = slots[0]->nodes_fd;
+	h->rings_fd = slots[0]->rings_fd;
 	/* A SIGHUP or a takeover before the first server answered INIT: the
 	 * kernel's INIT still waits, for the next first server (a resumed one
 	 * would refuse it, and the kernel would then refuse every request). */
@@ -251,6 +252,9 @@ static void become_own_server(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 	close(signal_fd);
 	nodes_fd = slots[0]->nodes_fd;
+	if (slots[0]->rings_fd >= 0) /* mapped: the supervisor holds it */
+		close(slots[0]->rings_fd);
+	slots[0]->rings_fd = -1;
 	if (control_fd >= 0)
 		close(control_fd);
 	if (successor_fd >= 0)
@@ -515,7 +519,9 @@ static int supervisor_init(int fd, struct handover *h, int control, const sigset
 	nslots = 1;
 	slots[0]->fd = fd;
 	slots[0]->ready = h->session_fd >= 0 && !h->init_pending;
-	slots[0]->ready_rd = slots[0]->rings_fd = -1;
+	slots[0]->ready_rd = -1;
+	slots[0]->rings_fd = h->rings_fd; /* held here, handed on by what_we_hold */
+	h->rings_fd = -1;
 	slots[0]->join.conn = slots[0]->join.fuse_fd = slots[0]->join.nsfd = -1;
 	slots[0]->nodes_fd = h->nodes_fd; /* an upgrade's, or none yet */
 	h->nodes_fd = -1;

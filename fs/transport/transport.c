@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -72,21 +73,26 @@ int transport_preflight(enum transport_mode m)
 	return -1;
 }
 
-void transport_reserve(enum transport_mode m, unsigned threads, int rings_fd)
+int transport_reserve(enum transport_mode m, unsigned threads, int rings_fd)
 {
 	unsigned per = threads * URING_ENTRIES_PER_THREAD;
 	int r = 0;
 
 	if (m == URING_OFF)
-		return;
-	/* whatever enable_uring says: a resumed server takes its rings back */
+		return rings_fd;
+	/* whatever enable_uring says: a resumed server takes its rings back, and
+	 * the slots keep what INIT chose (uring_slots_conn_rings) */
+	if (rings_fd < 0 && uring_allowed() >= 0 &&
+	    (rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
+		log_warn("io_uring buffers in a memfd: %s: an upgrade starts with none",
+			 strerror(errno));
 	if (rings_fd >= 0)
 		shared = !(r = uring_slots_share(rings_fd, uring_queue_count(), per));
 	else if (uring_allowed() > 0)
 		r = uring_slots_reserve(uring_queue_count(), per);
 	if (r)
-		log_warn("io_uring buffers%s: %s", rings_fd >= 0 ? " of the mount's servers" : "",
-			 strerror(-r));
+		log_warn("io_uring buffers of the mount's servers: %s", strerror(-r));
+	return rings_fd;
 }
 
 static void describe_rings(void)
@@ -226,6 +232,8 @@ static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *user
 	}
 	n = writev(fd, iov, count);
 	/* the kernel has applied INIT once its reply is written */
+	if (init && n >= 0)
+		uring_slots_set_conn_rings(rings ? CONN_RINGS_USED : CONN_RINGS_UNUSED);
 	if (init && n >= 0 && on_init_answered)
 		on_init_answered();
 	if (rings && n >= 0)
@@ -265,10 +273,12 @@ int transport_attach(struct fuse_session *se, enum transport_mode m, unsigned th
 
 /* Tried whatever enable_uring says now: a connection that used io_uring keeps
  * it (the kernel allows its rings again), and its queues would hold every
- * request for ever without them. */
+ * request for ever without them. Never on one whose INIT chose /dev/fuse:
+ * the kernel takes rings there while enable_uring is Y, and refuses their
+ * commits once it is N. */
 void transport_resume(void)
 {
-	if (mode != URING_OFF)
+	if (mode != URING_OFF && uring_slots_conn_rings() != CONN_RINGS_UNUSED)
 		start_rings(1);
 }
 

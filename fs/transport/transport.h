@@ -24,10 +24,13 @@ int transport_mode_of(const char *name);
 int transport_preflight(enum transport_mode mode);
 
 /* Before the supervisor forks servers: the rings' buffers, threads entries a
- * queue, which every server of the mount then shares (uring_slots.h). In a
- * server the supervisor executed for a handed-over mount, rings_fd is the
- * memfd it holds them in for that mount's servers (else -1). */
-void transport_reserve(enum transport_mode mode, unsigned threads, int rings_fd);
+ * queue, which every server of the mount then shares (uring_slots.h), in the
+ * memfd rings_fd: the one a server is executed with for a handed-over mount,
+ * or that an upgrade or a takeover handed on; -1 for a new one where io_uring
+ * is allowed. Returns the memfd (-1: none), which the supervisor holds for
+ * the life of the mount and hands on: the next supervisor's servers then
+ * find in the slots what the kernel wrote for the last server before. */
+int transport_reserve(enum transport_mode mode, unsigned threads, int rings_fd);
 
 /* In a server, before it serves: installs the custom I/O on se, whose rings
  * will have threads threads a queue (as reserved). resumed: the

@@ -23,6 +23,10 @@
 /* The user data of the completion that tells a ring thread to stop; an
  * entry's commands carry the entry's address. */
 #define STOP_DATA 1
+/* How long a stopping thread waits for its entry to be handed a request
+ * (park), and the server for its threads to take the stop (uring_stop). */
+#define PARK_WAIT_MS 1000
+#define STOPPING_WAIT_MS 200
 /* A request as libfuse reads it: header, fixed argument, then the payload. */
 #define REQUEST_MAX (sizeof(struct fuse_in_header) + FUSE_URING_OP_IN_OUT_SZ + URING_PAYLOAD)
 /* The rings' setup: not SQPOLL, so that a ring thread submits its commits
@@ -66,6 +70,9 @@ static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 static __thread struct ring_entry *serving;
 static __thread struct ring_thread *self;
 static atomic_uint *waiting; /* per queue: its threads waiting for the kernel */
+static atomic_uint *unparked; /* per queue: entries of stopping threads yet to park */
+static atomic_uint stopping;  /* threads that took the stop */
+static const char *kick_path; /* where the mount is reached (kick) */
 
 unsigned uring_queue_count(void)
 {
@@ -342,22 +349,49 @@ static void report_start(struct ring_thread *t, int r)
 	pthread_mutex_unlock(&start_lock);
 }
 
-/* After a stop: answers what the kernel handed the entries before, then
- * lets the ring go. The kernel takes back an entry that waits as its thread
- * exits; one it is handing a request at that moment ends the request with
- * ECANCELED (dev_uring.c, fuse_uring_send_in_task): the window is from here
- * to the thread's exit. */
-static void drain(struct ring_thread *t, unsigned *live)
+/* One completion while parking: 1 when it ends the wait (the entry holds
+ * a request, or is gone). A request is left in the slot, not taken, for the
+ * next server (uring_slots.h). */
+static int parked_by(struct ring_thread *t, struct io_uring_cqe *cqe)
 {
-	struct io_uring_cqe *cqe;
-	int r;
+	uint64_t data = cqe->user_data;
 
-	while ((r = io_uring_submit_and_get_events(&t->ring)) >= 0 &&
-	       !io_uring_peek_cqe(&t->ring, &cqe))
-		if ((r = complete(t, cqe, live)) == STEP_GONE || r < 0)
-			return;
-	/* the last commits went in: the next server has nothing to commit again */
-	for (int i = 0; r >= 0 && i < URING_ENTRIES_PER_THREAD; i++)
+	io_uring_cqe_seen(&t->ring, cqe);
+	return data != STOP_DATA;
+}
+
+/* After a stop: the commits of what the thread served go in, and its entry
+ * waits again. The kernel may hand a request to a waiting entry until the
+ * ring is closed, and one it hands once the thread is gone ends ECANCELED for
+ * its caller (dev_uring.c, fuse_uring_send_in_task). So the thread stays
+ * until its entry holds a request, which it leaves to the next server: the
+ * next request the kernel hands it, or else a kick's (uring_stop). Past
+ * PARK_WAIT_MS (a kick that cannot reach the queue's CPU) it goes all the
+ * same. */
+static void park(struct ring_thread *t, unsigned live)
+{
+	struct __kernel_timespec step = { .tv_nsec = 10 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+	int waited_ms = 0;
+
+	atomic_fetch_add(&unparked[t->qid], live);
+	atomic_fetch_add(&stopping, 1);
+	while (live && waited_ms < PARK_WAIT_MS) {
+		int r = io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &step, NULL);
+
+		if (r == -ETIME)
+			waited_ms += 10;
+		else if (r < 0 && r != -EINTR)
+			break;
+		while (live && !io_uring_peek_cqe(&t->ring, &cqe))
+			if (parked_by(t, cqe)) {
+				live--;
+				atomic_fetch_sub(&unparked[t->qid], 1);
+			}
+	}
+	atomic_fetch_sub(&unparked[t->qid], live);
+	/* the commits went in: the next server has nothing to commit again */
+	for (int i = 0; i < URING_ENTRIES_PER_THREAD; i++)
 		atomic_store(&t->ent[i].slot->taken, 0);
 }
 
@@ -376,7 +410,7 @@ static void serve_ring(struct ring_thread *t)
 			if ((r = complete(t, cqe, &live)) < 0)
 				ring_failed(t, r);
 			if (r == STEP_STOP)
-				return drain(t, &live);
+				return park(t, live);
 			if (r == STEP_GONE)
 				return;
 		}
@@ -423,9 +457,10 @@ static _Noreturn void kick(unsigned qid, const char *mountpoint)
 	_exit(0);
 }
 
-/* A child forks a kicker for each queue and exits at once: nothing is left
- * for the server to reap, and a kicker that waits long keeps nobody waiting. */
-static void kick_queues(const char *mountpoint)
+/* A child forks kicks[q] kickers for each queue q and exits at once: nothing
+ * is left for the server to reap, and a kicker that waits long keeps nobody
+ * waiting. */
+static void kick_queues(const unsigned *kicks)
 {
 	unsigned nq = uring_slots_queues();
 	pid_t pid = fork();
@@ -437,8 +472,9 @@ static void kick_queues(const char *mountpoint)
 	if (pid == 0) {
 		close_range(3, ~0U, 0);
 		for (unsigned q = 0; q < nq; q++)
-			if (fork() == 0)
-				kick(q, mountpoint);
+			for (unsigned i = 0; i < kicks[q]; i++)
+				if (fork() == 0)
+					kick(q, kick_path);
 		_exit(0);
 	}
 	waitpid(pid, NULL, 0);
@@ -458,6 +494,17 @@ static unsigned wait_started(void)
 	return ok;
 }
 
+static void free_threads(void)
+{
+	free(threads);
+	free(waiting);
+	free(unparked);
+	threads = NULL;
+	waiting = NULL;
+	unparked = NULL;
+	nthreads = 0;
+}
+
 int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpoint, int resumed)
 {
 	unsigned nq = uring_queue_count(), ok;
@@ -470,13 +517,13 @@ int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpo
 		return -EINVAL;
 	session = se;
 	dev_fd = fuse_session_fd(se);
+	kick_path = mountpoint;
+	atomic_store(&stopping, 0);
 	threads = calloc((size_t)nq * per_queue, sizeof(*threads));
 	waiting = calloc(nq, sizeof(*waiting));
-	if (!threads || !waiting) {
-		free(threads);
-		free(waiting);
-		threads = NULL;
-		waiting = NULL;
+	unparked = calloc(nq, sizeof(*unparked));
+	if (!threads || !waiting || !unparked) {
+		free_threads();
 		return -ENOMEM;
 	}
 	for (unsigned q = 0; q < nq; q++)
@@ -501,8 +548,13 @@ int uring_start(struct fuse_session *se, unsigned per_queue, const char *mountpo
 			r = threads[i].started;
 	if (ok && ok < nthreads) /* none: the caller says why */
 		log_warn("io_uring: %u of %u threads registered: %s", ok, nthreads, strerror(-r));
-	if (ok && resumed && mountpoint)
-		kick_queues(mountpoint);
+	if (ok && resumed && mountpoint) {
+		unsigned one[nq];
+
+		for (unsigned q = 0; q < nq; q++)
+			one[q] = 1;
+		kick_queues(one);
+	}
 	return ok ? 0 : r ? r : -EIO;
 }
 
@@ -529,14 +581,15 @@ void uring_end_wait(void)
 }
 
 /* A message on each ring still served ends its thread's wait: the threads
- * block every signal, and a signal could come between two waits. */
-static void tell_threads_to_stop(void)
+ * block every signal, and a signal could come between two waits. Returns
+ * how many were told. */
+static unsigned tell_threads_to_stop(void)
 {
 	struct io_uring msg;
 	unsigned sent = 0;
 
 	if (io_uring_queue_init(nthreads, &msg, 0) < 0)
-		return;
+		return 0;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct io_uring_sqe *sqe;
 
@@ -548,21 +601,37 @@ static void tell_threads_to_stop(void)
 	if (sent)
 		io_uring_submit_and_wait(&msg, sent);
 	io_uring_queue_exit(&msg);
+	return sent;
+}
+
+/* Once the told threads took the stop: a kick for each entry not parked
+ * yet, from its queue's CPU (park). A thread that never takes it (a stop
+ * signal) is waited for no longer than STOPPING_WAIT_MS. */
+static void kick_entries_to_park(unsigned told)
+{
+	unsigned nq = uring_slots_queues(), kicks[nq ? nq : 1], any = 0;
+
+	for (int ms = 0; atomic_load(&stopping) < told && ms < STOPPING_WAIT_MS; ms++)
+		usleep(1000);
+	for (unsigned q = 0; q < nq; q++)
+		any += kicks[q] = atomic_load(&unparked[q]);
+	if (any && kick_path)
+		kick_queues(kicks);
 }
 
 void uring_stop(void)
 {
+	unsigned told;
+
 	if (!threads)
 		return;
-	tell_threads_to_stop();
+	told = tell_threads_to_stop();
+	if (told)
+		kick_entries_to_park(told);
 	for (unsigned i = 0; i < nthreads; i++) {
 		pthread_join(threads[i].thread, NULL);
 		if (threads[i].started > 0)
 			io_uring_queue_exit(&threads[i].ring);
 	}
-	free(threads);
-	free(waiting);
-	threads = NULL;
-	waiting = NULL;
-	nthreads = 0;
+	free_threads();
 }

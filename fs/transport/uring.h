@@ -55,7 +55,9 @@ ssize_t uring_reply(const struct iovec *iov, int count);
  * ring (fs/caller/fair.h counts each queue's threads apart). */
 int uring_thread_queue(void);
 
-/* Stops the threads: each answers what the kernel already handed it first. */
+/* Stops the threads: each commits what it served, then waits until the
+ * kernel handed its entry a request, which it leaves to the next server in
+ * the entry's buffers (a kick hands it one where none comes: uring.c, park). */
 void uring_stop(void);
 
 #endif

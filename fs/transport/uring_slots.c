@@ -12,6 +12,7 @@ struct shared_head {
 	uint64_t magic;
 	uint64_t addr;
 	uint32_t queues, per_queue;
+	uint32_t conn_rings; /* enum conn_rings; 0 in a release's before */
 };
 
 #define SHARED_MAGIC 0x73676e6972667063ULL /* "cpfrings" */
@@ -22,12 +23,14 @@ struct shared_head {
  * Only a hint: where it is taken, the kernel chooses. */
 #define SHARED_HINT ((void *)((uintptr_t)1 << 45))
 
+static struct shared_head *head; /* the mapping's first page */
 static struct uring_slot *slots;
 static unsigned queues, per_queue;
 
 static void take(void *m, unsigned nqueues, unsigned per)
 {
-	slots = m;
+	head = m;
+	slots = (struct uring_slot *)((char *)m + SHARED_HEAD_SIZE);
 	queues = nqueues;
 	per_queue = per;
 }
@@ -40,8 +43,8 @@ int uring_slots_reserve(unsigned nqueues, unsigned per)
 		return 0;
 	/* Shared, so that a server forked after a dead one sees what the kernel
 	 * wrote there for it; anonymous memory is zero: every slot empty. */
-	m = mmap(NULL, (size_t)nqueues * per * sizeof(*slots), PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, SHARED_HEAD_SIZE + (size_t)nqueues * per * sizeof(*slots),
+		 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	take(m, nqueues, per);
@@ -51,7 +54,7 @@ int uring_slots_reserve(unsigned nqueues, unsigned per)
 /* The first server of the memfd: it is zero, every slot empty. */
 static void *lay_out(int fd, size_t len, unsigned nqueues, unsigned per)
 {
-	struct shared_head *head;
+	struct shared_head *h;
 	void *m;
 
 	if (ftruncate(fd, (off_t)len))
@@ -59,18 +62,18 @@ static void *lay_out(int fd, size_t len, unsigned nqueues, unsigned per)
 	m = mmap(SHARED_HINT, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return m;
-	head = m;
-	*head = (struct shared_head){ .addr = (uintptr_t)m, .queues = nqueues, .per_queue = per };
+	h = m;
+	*h = (struct shared_head){ .addr = (uintptr_t)m, .queues = nqueues, .per_queue = per };
 	/* last: a server that dies before this leaves a file laid out afresh */
-	__atomic_store_n(&head->magic, SHARED_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->magic, SHARED_MAGIC, __ATOMIC_RELEASE);
 	return m;
 }
 
 /* The kernel keeps the addresses that its entries were registered with: a
  * later server must have the slots where the first one had them. */
-static void *map_again(int fd, size_t len, const struct shared_head *head)
+static void *map_again(int fd, size_t len, const struct shared_head *found)
 {
-	void *want = (void *)(uintptr_t)head->addr;
+	void *want = (void *)(uintptr_t)found->addr;
 	void *m = mmap(want, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
 
 	if (m != MAP_FAILED && m != want) { /* a kernel that took it for a hint */
@@ -84,7 +87,7 @@ static void *map_again(int fd, size_t len, const struct shared_head *head)
 int uring_slots_share(int fd, unsigned nqueues, unsigned per)
 {
 	size_t len = SHARED_HEAD_SIZE + (size_t)nqueues * per * sizeof(*slots);
-	struct shared_head head = { 0 };
+	struct shared_head found = { 0 };
 	struct stat st;
 	char *m;
 
@@ -92,18 +95,30 @@ int uring_slots_share(int fd, unsigned nqueues, unsigned per)
 		return 0;
 	if (fstat(fd, &st))
 		return -errno;
-	if (st.st_size && pread(fd, &head, sizeof(head), 0) != sizeof(head))
+	if (st.st_size && pread(fd, &found, sizeof(found), 0) != sizeof(found))
 		return -EIO;
-	if (head.magic != SHARED_MAGIC)
+	if (found.magic != SHARED_MAGIC)
 		m = lay_out(fd, len, nqueues, per);
-	else if ((size_t)st.st_size != len || head.queues != nqueues || head.per_queue != per)
+	else if ((size_t)st.st_size != len || found.queues != nqueues || found.per_queue != per)
 		return -EINVAL;
 	else
-		m = map_again(fd, len, &head);
+		m = map_again(fd, len, &found);
 	if (m == MAP_FAILED)
 		return -errno;
-	take(m + SHARED_HEAD_SIZE, nqueues, per);
+	take(m, nqueues, per);
 	return 0;
+}
+
+void uring_slots_set_conn_rings(enum conn_rings used)
+{
+	if (head)
+		__atomic_store_n(&head->conn_rings, (uint32_t)used, __ATOMIC_RELEASE);
+}
+
+enum conn_rings uring_slots_conn_rings(void)
+{
+	return head ? (enum conn_rings)__atomic_load_n(&head->conn_rings, __ATOMIC_ACQUIRE)
+		    : CONN_RINGS_UNKNOWN;
 }
 
 unsigned uring_slots_queues(void)

@@ -2,13 +2,16 @@
  *
  * The kernel keeps, for each ring entry, the addresses of its header and
  * payload buffers, and writes a request there when it hands the entry one. The
- * supervisor maps these buffers before it forks servers, so every server of the
- * mount has them at the same addresses. A mount handed over is served by
- * servers the supervisor executes: it holds a memfd for them instead, which
- * each maps at the address the first chose. A server that starts after one died
- * finds in them what the kernel had handed the dead one, and answers it
- * (uring.c): a request the dead server never took is served, one it took ends
- * with ECONNABORTED as over /dev/fuse, a reply it wrote is committed. */
+ * supervisor holds these buffers in a memfd for the life of the mount and maps
+ * it before it forks servers, so every server of the mount has them at the same
+ * addresses. A mount handed over is served by servers the supervisor executes,
+ * and an upgrade or a takeover hands the memfd on to the next supervisor: each
+ * maps it at the address the first chose. A server that starts after one died
+ * or stopped finds in them what the kernel had handed the one before, and
+ * answers it (uring.c): a request that one never took is served (an upgrade's
+ * too: the kernel may hand a request to an entry until its ring is closed), one
+ * it took ends with ECONNABORTED as over /dev/fuse, a reply it wrote is
+ * committed. */
 #ifndef PROCFAST_URING_SLOTS_H
 #define PROCFAST_URING_SLOTS_H
 
@@ -45,6 +48,20 @@ int uring_slots_reserve(unsigned nqueues, unsigned per_queue);
  * before laid out is mapped where that server had it. 0, or -errno: -EEXIST
  * where something of ours is there already, -EINVAL for another shape. */
 int uring_slots_share(int fd, unsigned nqueues, unsigned per_queue);
+
+/* Whether the connection's INIT chose io_uring, as its first server found:
+ * kept with the slots, so that a server after it starts rings only on a
+ * connection that uses them. The kernel lets a server register rings on a
+ * connection whose INIT chose /dev/fuse while enable_uring is Y, and refuses
+ * their commits (EOPNOTSUPP) once it is N: every request on them would wait
+ * for ever. */
+enum conn_rings {
+	CONN_RINGS_UNKNOWN, /* not told (no slots, or a release's before): try them */
+	CONN_RINGS_UNUSED,
+	CONN_RINGS_USED,
+};
+void uring_slots_set_conn_rings(enum conn_rings used);
+enum conn_rings uring_slots_conn_rings(void);
 
 /* The slots' shape; 0 queues before uring_slots_reserve. */
 unsigned uring_slots_queues(void);

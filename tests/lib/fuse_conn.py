@@ -7,6 +7,7 @@ it out."), so a child killed at its timeout cannot be reaped until the connectio
 ends. Aborting it through fusectl ends every request at once."""
 import os
 import subprocess
+import tempfile
 
 from lib.procs import task_state
 
@@ -25,15 +26,38 @@ def connection_of(path):
     return found
 
 
+FUSECTL = "/sys/fs/fuse/connections"
+
+
+def fusectl_mounted():
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[2] == "fusectl" and line.split()[1] == FUSECTL for line in f)
+
+
 def abort_connection(conn):
     """Ends every request of connection conn (answered ECONNABORTED); False if it
-    was gone already."""
+    was gone already. Where no fusectl is mounted (a host without systemd, this
+    machine), one is mounted for the abort in a directory of its own and unmounted
+    after: a test that fails on a request nobody answers leaves no process behind."""
+    def abort(base):
+        try:
+            with open("%s/%d/abort" % (base, conn), "w") as f:
+                f.write("1")
+            return True
+        except FileNotFoundError:
+            return False
+
+    if fusectl_mounted():
+        return abort(FUSECTL)
+    base = tempfile.mkdtemp(prefix="procfast-fusectl-")
     try:
-        with open("/sys/fs/fuse/connections/%d/abort" % conn, "w") as f:
-            f.write("1")
-        return True
-    except FileNotFoundError:
-        return False
+        subprocess.run(["mount", "-t", "fusectl", "none", base], check=True)
+        try:
+            return abort(base)
+        finally:
+            subprocess.run(["umount", base], check=False)
+    finally:
+        os.rmdir(base)
 
 
 def waits_of(pids):

@@ -7,10 +7,10 @@ they opened once, before the first hand-over (an agent's pread loop on PID/stat)
 draining server leaves its node table to the next (cache/nodes/node_record.h), so every id
 and handle the kernel holds goes on naming the same entry. No read or open may fail.
 
-The daemons serve over /dev/fuse (uring=off), as the Kubernetes DaemonSet does: over
-io_uring the kernel ends a request it is handing to a ring entry at the instant the
-entry's thread exits with ECANCELED (fs/transport/uring.c, drain), which no server can
-prevent, so a hand-over there is not free of errors (README "Kubernetes").
+The daemons serve over /dev/fuse (uring=off), as the Kubernetes DaemonSet does by
+default; test_successors_take_every_mount_over_over_io_uring hands over over io_uring,
+where a stopping server's ring threads park (fs/transport/uring.c) and the own mount's
+ring buffers go with the record.
 """
 import errno
 import os
@@ -22,6 +22,8 @@ import threading
 import pytest
 
 from lib.build import BIN, HELPERS
+from lib.fuse_conn import abort_connection, connection_of
+from lib.uring_switch import PARAM
 from lib.waiting import mounted, wait_for
 
 
@@ -45,11 +47,11 @@ class Daemon:
     """`procfast -f -o control=SOCKET,takeover,pidfile=...` on a mount point: the first
     mounts, a later one waits as the successor of the one that listens."""
 
-    def __init__(self, mountpoint, socket, options=(), env=None):
+    def __init__(self, mountpoint, socket, options=(), env=None, uring="off"):
         self.log = tempfile.NamedTemporaryFile(prefix="procfast-log-", delete=False)
         self.pidfile = self.log.name + ".pid"
         opts = ",".join(["control=" + socket, "takeover", "pidfile=" + self.pidfile,
-                         "uring=off"] + list(options))
+                         "uring=" + uring] + list(options))
         self.proc = subprocess.Popen([BIN, "-f", "-o", opts, mountpoint], stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env)
@@ -86,8 +88,9 @@ class Readers:
     are opened, read and closed each time; held ones (files and directories) are opened
     once, here, and read again and again through that open (pread, or a listing)."""
 
-    def __init__(self, paths, threads=2, held=()):
+    def __init__(self, paths, mounts, threads=2, held=()):
         self.paths, self.stop_flag, self.errors, self.reads = paths, False, [], 0
+        self.mounts = mounts
         # a held fd's position is shared by the threads: one lists it at a time
         self.held = [(p, os.open(p, os.O_RDONLY), threading.Lock()) for p in held]
         self.lock = threading.Lock()
@@ -129,11 +132,24 @@ class Readers:
         wait_for(lambda: self.reads >= start + n, 30, "%d more reads" % n)
 
     def stop(self):
+        """The reads and errors; a read that no server answers within 30 s is an error,
+        ended by aborting the mounts' connections."""
         self.stop_flag = True
         for t in self.threads:
-            t.join()
+            t.join(timeout=30)
+        if any(t.is_alive() for t in self.threads):
+            self.errors.append(("a read never answered", "stop", None))
+            for m in self.mounts:
+                conn = connection_of(m)
+                if conn is not None:
+                    abort_connection(conn)
+            for t in self.threads:
+                t.join()
         for _, fd, _ in self.held:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:  # an aborted connection's FLUSH
+                pass
         return self.reads, self.errors
 
 
@@ -153,7 +169,7 @@ def place():
     os.mkdir(own)
     os.mkdir(handed)
     made = {"dir": d, "own": own, "handed": handed, "socket": os.path.join(d, "control"),
-            "daemons": [], "env": None}
+            "daemons": [], "env": None, "uring": "off"}
     yield made
     for dm in made["daemons"]:
         if dm.proc.poll() is None:
@@ -171,14 +187,15 @@ def place():
 
 
 def start(place, options=()):
-    d = Daemon(place["own"], place["socket"], options, place["env"])
+    d = Daemon(place["own"], place["socket"], options, place["env"], place["uring"])
     place["daemons"].append(d)
     return d
 
 
 def hand_over(place):
-    r = subprocess.run([BIN, "-o", "daemon=%s,resources=caller,uring=off" % place["socket"],
-                        place["handed"]], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([BIN, "-o", "daemon=%s,resources=caller,uring=%s" % (
+        place["socket"], place["uring"]), place["handed"]], capture_output=True, text=True,
+        timeout=60)
     assert r.returncode == 0 and mounted(place["handed"]), r
 
 
@@ -206,6 +223,19 @@ def slow_take_env():
     return env
 
 
+@pytest.fixture
+def over_uring(place):
+    """Both daemons' mounts over io_uring: enable_uring Y for the test."""
+    with open(PARAM) as f:
+        old = f.read().strip()
+    with open(PARAM, "w") as f:
+        f.write("Y")
+    place["uring"] = "on"
+    yield
+    with open(PARAM, "w") as f:
+        f.write(old)
+
+
 @pytest.mark.parametrize("window,rounds", [("as is", 3), ("widened", 5)])
 def test_successors_take_every_mount_over_at_sigterm(place, window, rounds):
     """Old and new, round after round: each successor registers, the one before is stopped
@@ -216,12 +246,26 @@ def test_successors_take_every_mount_over_at_sigterm(place, window, rounds):
     runs without fs/transport/drain.c's count of requests read)."""
     if window == "widened":
         place["env"] = slow_take_env()
+    take_over_rounds(place, rounds)
+
+
+@pytest.mark.skipif(not os.path.exists(PARAM), reason="a kernel without FUSE over io_uring")
+def test_successors_take_every_mount_over_over_io_uring(place, over_uring):
+    """The same over io_uring (uring=on): a stopping server's ring threads stay until the
+    kernel handed each entry a request, which the next server answers from the ring
+    buffers the successor is handed (fs/transport/uring.c, park)."""
+    take_over_rounds(place, 3, lambda d: d.over_uring())
+
+
+def take_over_rounds(place, rounds, serves_as_asked=lambda d: True):
+    """Rounds of a successor taking over while readers read on: no read fails."""
     old = start(place)
     hand_over(place)
     me = os.path.join(place["own"], str(os.getpid()))
     readers = Readers([os.path.join(place["own"], "uptime"),
                        os.path.join(place["own"], "self", "status"),
                        os.path.join(place["handed"], "meminfo")],
+                      [place["own"], place["handed"]],
                       held=[os.path.join(me, "stat"), os.path.join(me, "task"),
                             os.path.join(me, "fdinfo", "0"), os.path.join(place["own"], "meminfo"),
                             os.path.join(place["handed"], "meminfo"),
@@ -235,6 +279,7 @@ def test_successors_take_every_mount_over_at_sigterm(place, window, rounds):
             assert "handed every mount over to the successor" in out, out[-2000:]
             wait_for(lambda: "taking over the mounts" in new.output(), 10, "the take-over")
             assert_served(place)
+            wait_for(lambda: serves_as_asked(new), 10, "the transport asked for")
             readers.wait_for_reads(50)
             old = new
     finally:
@@ -257,7 +302,8 @@ def test_successor_takes_over_when_the_old_daemon_dies(place):
                if p not in (old.proc.pid, new.proc.pid)]
     assert servers
     readers = Readers([os.path.join(place["own"], "uptime"),
-                       os.path.join(place["handed"], "meminfo")])
+                       os.path.join(place["handed"], "meminfo")],
+                      [place["own"], place["handed"]])
     try:
         old.stop(signal.SIGKILL)
         wait_for(lambda: "taking over the mounts of the daemon before (it ended)" in new.output(),

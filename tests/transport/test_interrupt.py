@@ -76,16 +76,18 @@ def waiting_reader(path, server, mode="intr"):
     raise AssertionError("the kernel log never stayed quiet")
 
 
-def outcome(p):
+def outcome(p, mount=None):
     """What the reader printed after "ready", once it ended on its own (no kernel message
-    comes). Read through p.stdout, whose buffer may hold it already."""
+    comes). Read through p.stdout, whose buffer may hold it already. A read that outlived
+    its signal fails with mount's server log, which says where the request went."""
     try:
         p.wait(timeout=20)
     except subprocess.TimeoutExpired:
         state = open("/proc/%d/stat" % p.pid).read().split()[2]
         open("/dev/kmsg", "w").write("procfast tests: ending a read a signal did not end\n")
         p.wait(timeout=20)
-        raise AssertionError("the read outlived its reader's signal (state %s)" % state)
+        raise AssertionError("the read outlived its reader's signal (state %s)%s" % (
+            state, "; server log:\n" + mount.output() if mount is not None else ""))
     return p.stdout.read().split()
 
 
@@ -160,6 +162,6 @@ def test_an_upgrade_ends_a_waiting_read_with_eintr_and_the_next_server_serves(ov
     old = over_each.server_pid()
     p = waiting_reader(over_each.p("kmsg"), old)
     over_each.proc.send_signal(signal.SIGHUP)
-    assert outcome(p) == ["-%d" % errno.EINTR, "0"], over_each.output()
+    assert outcome(p, over_each) == ["-%d" % errno.EINTR, "0"], over_each.output()
     wait_for(lambda: over_each.server_pid() not in (old, over_each.proc.pid), 20, "the next server")
     assert_next_message_read(over_each)

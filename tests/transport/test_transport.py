@@ -168,7 +168,7 @@ def test_handed_over_mount_serves_over_io_uring(uring_allowed, daemon, option):
     of ring buffers for each such mount, and each of its servers maps it where the first
     did, so a server after a dead one ends what that one took (ECONNABORTED) instead of
     leaving it to wait for ever, on a mount served over io_uring. So too after an
-    upgrade, which hands the memfd on to the new supervisor."""
+    upgrade, which hands the memfds on to the new supervisor, its own mount's too."""
     h = daemon.hand_over([option])
     assert h.result.returncode == 0, h.result.stderr
     with open(os.path.join(h.path, str(os.getpid()), "comm")) as f:
@@ -180,7 +180,7 @@ def test_handed_over_mount_serves_over_io_uring(uring_allowed, daemon, option):
     assert rings(h.server()) == 4 * possible_cpus(), daemon.output()
     assert rings(own_server(daemon)) == 4 * possible_cpus(), daemon.output()
     held = ring_buffers_held(daemon)
-    assert len(held) == 1, held
+    assert len(held) == 2, held  # the own mount's, and the handed-over one's
     def served_again():  # logged once the rings serve
         return daemon.output().count("serving again: mirroring /proc at %s " % h.path)
 
@@ -221,3 +221,26 @@ def test_a_connection_keeps_its_rings_when_io_uring_is_disallowed_later(allowed,
     # first before the last is set up
     wait_for(lambda: rings(m.server_pid()) == 4 * possible_cpus(), 20,
              "every ring of the new server: %s" % m.output())
+
+
+def test_a_connection_on_dev_fuse_stays_there_when_io_uring_is_allowed_later(allowed,
+                                                                             mount_with):
+    """The kernel lets a server register rings on a connection whose INIT chose /dev/fuse
+    while enable_uring is Y, and refuses their commits (EOPNOTSUPP) once it is N: a server
+    restarted after the switch went Y that took rings ended at the next switch, and its
+    successors with it. The first server records what INIT chose beside the ring buffers
+    (fs/transport/uring_slots.h): a later server keeps to /dev/fuse, whatever the switch
+    says."""
+    allowed(False)
+    m = mount_with()
+    assert not m.over_uring(), m.output()
+    allowed(True)
+    for _ in range(2):  # a restart, then a restart's restart
+        server = m.server_pid()
+        os.kill(server, 9)
+        wait_for(lambda: m.server_pid() not in (server, m.proc.pid), 20, "a new server")
+        same_as_proc(m)
+        assert rings(m.server_pid()) == 0, m.output()
+    allowed(False)
+    same_as_proc(m)
+    assert m.proc.poll() is None and "ending the server" not in m.output(), m.output()
