@@ -12,6 +12,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from lib.fuse_conn import abort_connection, connection_of  # noqa: E402
+
 READER = r"""
 import errno, os, sys
 path, stop = sys.argv[1], sys.argv[2]
@@ -28,29 +31,6 @@ while not os.path.exists(stop):
         errors[errno.errorcode[e.errno]] = errors.get(errno.errorcode[e.errno], 0) + 1
 print(reads, " ".join("%s=%d" % kv for kv in errors.items()), flush=True)
 """
-
-
-def connection_of(path):
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == path and fields[fields.index("-") + 1].startswith("fuse"):
-                return int(fields[2].split(":")[1])
-    return None
-
-
-def abort(conn):
-    """Through a fusectl mounted for it: this machine may have none mounted."""
-    base = tempfile.mkdtemp(prefix="upgrades-fusectl-")
-    subprocess.run(["mount", "-t", "fusectl", "none", base], check=True)
-    try:
-        with open("%s/%d/abort" % (base, conn), "w") as f:
-            f.write("1")
-    except FileNotFoundError:
-        pass
-    finally:
-        subprocess.run(["umount", base], check=False)
-        os.rmdir(base)
 
 
 def main():
@@ -85,7 +65,7 @@ def main():
         time.sleep(0.05)
     unanswered = sum(r.poll() is None for r in readers)
     if unanswered:
-        abort(connection_of(mnt))
+        abort_connection(connection_of(mnt))
     for r in readers:
         out = r.communicate()[0].split()
         reads += int(out[0]) if out else 0
@@ -99,7 +79,7 @@ def main():
         subprocess.run(["umount", "-l", mnt], check=False)
         conn = connection_of(mnt)
         if conn is not None:
-            abort(conn)
+            abort_connection(conn)
         daemon.kill()
         daemon.wait()
     print(json.dumps({"reads": reads, "errors": errors, "unanswered": unanswered,

@@ -4,12 +4,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fs/lib/log.h"
 #include "fs/supervisor/exec_env.h"
 #include "fs/supervisor/handover.h"
+#include "fs/transport/uring_slots.h"
 
 static void exec_server(struct mount_slot *s, int ready_wr, const sigset_t *old)
 {
@@ -41,7 +41,7 @@ pid_t slot_server_start(struct mount_slot *s, const sigset_t *old)
 	/* Held here for the life of the mount, so that a server after a dead
 	 * one maps what the kernel wrote for that one (uring_slots.h). Without
 	 * it (no memory) the server has buffers of its own. */
-	if (s->rings_fd < 0 && (s->rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
+	if (s->rings_fd < 0 && (s->rings_fd = uring_slots_memfd()) < 0)
 		log_warn("ring buffers for %s: %s", s->join.mountpoint, strerror(errno));
 	mount_slot_hold_nodes(s);
 	pid = mount_slot_fork(s, &ready_wr);

@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -83,7 +82,7 @@ int transport_reserve(enum transport_mode m, unsigned threads, int rings_fd)
 	/* whatever enable_uring says: a resumed server takes its rings back, and
 	 * the slots keep what INIT chose (uring_slots_conn_rings) */
 	if (rings_fd < 0 && uring_allowed() >= 0 &&
-	    (rings_fd = memfd_create("procfast-rings", MFD_CLOEXEC)) < 0)
+	    (rings_fd = uring_slots_memfd()) < 0)
 		log_warn("io_uring buffers in a memfd: %s: an upgrade starts with none",
 			 strerror(errno));
 	if (rings_fd >= 0)

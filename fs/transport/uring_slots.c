@@ -35,6 +35,11 @@ static void take(void *m, unsigned nqueues, unsigned per)
 	per_queue = per;
 }
 
+int uring_slots_memfd(void)
+{
+	return memfd_create("procfast-rings", MFD_CLOEXEC);
+}
+
 int uring_slots_reserve(unsigned nqueues, unsigned per)
 {
 	void *m;

@@ -39,6 +39,10 @@ enum slot_left {
 	SLOT_ANSWERED, /* a reply a dead server wrote, perhaps not committed: commit it */
 };
 
+/* A new memfd for a mount's slots (uring_slots_share lays it out), which a
+ * supervisor holds for the life of the mount: -1 with errno on failure. */
+int uring_slots_memfd(void);
+
 /* Maps nqueues x per_queue slots, shared with the processes forked after;
  * again in a process that has them already, nothing. 0 or -errno. */
 int uring_slots_reserve(unsigned nqueues, unsigned per_queue);
