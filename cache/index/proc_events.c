@@ -20,6 +20,7 @@
 #include <linux/netlink.h>
 
 #include "cache/index/pid_view.h"
+#include "cache/index/proc_filter.h"
 #include "cache/index/proc_msg.h"
 #include "cache/index/tgid_index.h"
 #include "cache/nodes/node.h"
@@ -33,8 +34,6 @@ struct listen_filtered {
 	uint32_t event_type;
 };
 
-#define WANTED_EVENTS (PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT | \
-		       PROC_EVENT_UID | PROC_EVENT_GID)
 #define ACK_WAIT_MS 300
 /* a batch at least this often, as when the sweeps ran here */
 #define IDLE_WAKE_MS 1000
@@ -151,6 +150,7 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 static int open_socket(int rcvbuf)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
+	int r;
 
 	sock = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 	if (sock < 0)
@@ -158,6 +158,9 @@ static int open_socket(int rcvbuf)
 	if (rcvbuf > 0 && setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
 	    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
 		log_warn("process events: cannot size socket buffer: %s", strerror(errno));
+	/* before the bind: no event the filter would drop is queued */
+	if ((r = proc_filter_attach(sock)))
+		log_warn("process events: cannot filter threads' forks: %s", strerror(-r));
 	if (bind(sock, (struct sockaddr *)&sa, sizeof(sa)))
 		return -errno;
 	return 0;
@@ -177,7 +180,7 @@ static pid_t fork_probe(void)
 /* 0 filtered, 1 unfiltered, <0 error. */
 static int subscribe(void)
 {
-	struct listen_filtered filtered = { PROC_CN_MCAST_LISTEN, WANTED_EVENTS };
+	struct listen_filtered filtered = { PROC_CN_MCAST_LISTEN, PROC_EVENTS_WANTED };
 	uint32_t op = PROC_CN_MCAST_LISTEN;
 	int r;
 
