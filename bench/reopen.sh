@@ -28,7 +28,6 @@ release_pair "$BASE"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 sleep 600 &
 SLEEPER=$!
-cleanup() { release_pair_remove; }
 
 declare -A MNT S OPS
 serve() { # ARM TRANSPORT BINARY OPTIONS

@@ -5,8 +5,9 @@
 #   servers_setup NAME PKG...  checks root and the kernel's io_uring switch, installs
 #                              the packages missing, moves $WORK to /tmp/NAME-work (apart
 #                              from the /tmp/procfast-* trees whose cleanups unmount by
-#                              pattern) and sets the EXIT trap: servers_cleanup, then
-#                              the script's own cleanup function if it defines one
+#                              pattern) and sets the EXIT trap: servers_cleanup, which
+#                              runs the script's own cleanup function if it defines one
+#                              and removes a release_pair's worktree
 #   allow_uring                sets enable_uring Y until the end ($URING_OLD)
 #   SERVERS+=(PID) MOUNTS+=(PATH) PROCFAST_BIN=BIN SLEEPER=PID
 #                              what servers_cleanup stops, unmounts and kills
@@ -74,6 +75,7 @@ servers_cleanup() { # every step, whatever the one before did
 	fi
 	[[ -n ${SLEEPER:-} ]] && kill "$SLEEPER" 2>/dev/null
 	[[ -n $URING_OLD ]] && echo "$URING_OLD" >"$URING_PARAM"
+	release_pair_remove # a release_pair's worktree, if the script made one
 	rm -rf "$WORK"
 	rmdir "$SCRATCH_ROOT" 2>/dev/null
 }

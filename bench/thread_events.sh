@@ -27,7 +27,6 @@ release_pair "$BASE"
 # room for the burst's threads and pids (restored at the end)
 THREADS_MAX=$(cat /proc/sys/kernel/threads-max) PID_MAX=$(cat /proc/sys/kernel/pid_max)
 cleanup() {
-	release_pair_remove
 	echo "$PID_MAX" >/proc/sys/kernel/pid_max
 	echo "$THREADS_MAX" >/proc/sys/kernel/threads-max
 }

@@ -26,7 +26,6 @@ release_pair "$BASE"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 sleep 3600 &
 SLEEPER=$!
-cleanup() { release_pair_remove; }
 
 arm() { # BIN TRANSPORT: one JSON line
 	/usr/bin/python3 "$ROOT/bench/upgrade_arm.py" "$1" "$2" "$WORK" "$SLEEPER" "$UPGRADES"
