@@ -125,9 +125,9 @@ $(row after "after (the socket filter)")
 The kernel builds each event for every listener and runs the socket's filter on it in
 the forking thread; what the filter drops is never queued, read or copied. Threads'
 exits still reach the listener (a named thread's directory is dropped from the
-kernel's cache at its exit), so the listener reads half the events of thread churn,
-and the kill of a process of $BURST threads (an exit event each, at once) still
-overflows the socket: one rescan.
+kernel's cache at its exit), so the listener reads half the events of thread churn;
+the kill of a process sends an exit event for each of its threads at once (the last
+column).
 <!-- thread_events:end -->"
 write_section thread_events "$section"
 echo "$section"
