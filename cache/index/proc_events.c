@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,21 +49,19 @@ static pthread_t thread;
 static _Atomic int running;
 static struct proc_event_hooks hooks;
 
-static int send_listen(const void *op, size_t oplen, uint32_t ack)
-{
-	char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(struct listen_filtered))] = { 0 };
-	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
-	struct cn_msg *cn = NLMSG_DATA(nh);
+/* Set once the kernel counts this socket among the listeners (a listen request
+ * it took): withdrawn at close. Kernels before 6.6 count listeners, not
+ * sockets, and never forget one: a listener that closes without asking to be
+ * ignored makes every fork, exec and exit on the machine build an event for
+ * no one until reboot. */
+static int counted;
 
-	nh->nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof(*cn) + oplen);
-	nh->nlmsg_type = NLMSG_DONE;
-	nh->nlmsg_pid = 0;
-	cn->id.idx = CN_IDX_PROC;
-	cn->id.val = CN_VAL_PROC;
-	cn->ack = ack;
-	cn->len = (uint16_t)oplen;
-	memcpy(cn->data, op, oplen);
-	return send(sock, nh, nh->nlmsg_len, 0) < 0 ? -errno : 0;
+static int send_request(const void *op, size_t oplen, uint32_t ack)
+{
+	char buf[PROC_MSG_REQUEST_SPACE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	size_t len = proc_msg_request(buf, op, oplen, ack);
+
+	return send(sock, buf, len, 0) < 0 ? -errno : 0;
 }
 
 /* Events stamped before the last scan of the source began are in that scan
@@ -116,18 +113,19 @@ static void note_loss(void)
 	rescan_pending = 1;
 }
 
-/* The kernel answers a listen request with a PROC_EVENT_NONE carrying our
- * ack + 1 and an error code. Kernels before 6.6 ignore the 8-byte form and
- * never answer it; 6.6+ accept it but then filter the answer away with every
- * other PROC_EVENT_NONE. So a filtered subscription is proven by an event:
- * the fork and exit of a child made for the purpose (probe > 0).
- * Returns the ack's error code, 0 on the probe's event, or -ETIMEDOUT. */
-static int wait_ack_or_event(uint32_t ack, pid_t probe)
+/* The kernel answers a request with a PROC_EVENT_NONE carrying its ack + 1
+ * and an error code: the answer's error code, or -ETIMEDOUT. Kernels before
+ * 6.6 never answer the 8-byte form (struct proc_input), while another
+ * listener's events may keep coming: the wait is bounded in all. */
+static int wait_ack(uint32_t ack)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
 	struct pollfd p = { .fd = sock, .events = POLLIN };
+	uint64_t deadline = now_ns() + ACK_WAIT_MS * 1000000ull;
+	uint64_t now;
 
-	while (poll(&p, 1, ACK_WAIT_MS) > 0) {
+	while ((now = now_ns()) < deadline &&
+	       poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) > 0) {
 		ssize_t n = recv(sock, buf, sizeof(buf), 0);
 		struct proc_msg m;
 
@@ -137,12 +135,9 @@ static int wait_ack_or_event(uint32_t ack, pid_t probe)
 		}
 		if (n < 0)
 			return -errno;
-		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);) {
+		for (size_t off = 0; proc_msg_next(buf, (size_t)n, &off, &m);)
 			if (m.what == PROC_EVENT_NONE && m.ack == ack + 1)
 				return -(int)m.err;
-			if (probe > 0 && m.what == PROC_EVENT_FORK && m.pid == probe)
-				return 0;
-		}
 	}
 	return -ETIMEDOUT;
 }
@@ -166,39 +161,49 @@ static int open_socket(int rcvbuf)
 	return 0;
 }
 
-static pid_t fork_probe(void)
-{
-	pid_t child = fork();
-
-	if (child == 0)
-		_exit(0);
-	if (child > 0)
-		waitpid(child, NULL, 0);
-	return child;
-}
-
-/* 0 filtered, 1 unfiltered, <0 error. */
+/* A filtered subscription (6.6+) is proven by the kernel's answer to it. The
+ * kernel filters its answers as it filters events, and an answer (type NONE)
+ * is none of the types asked for: so the first request asks for every type
+ * (event_type 0 reads as all) and is answered, the second narrows the same
+ * socket's filter and is not. An event arriving proves nothing: on kernels
+ * before 6.6, which ignore the 8-byte form, another listener's subscription
+ * brings events to every socket bound to the group, and they stop when it
+ * leaves. 0 filtered, 1 unfiltered, <0 error. */
 static int subscribe(void)
 {
-	struct listen_filtered filtered = { PROC_CN_MCAST_LISTEN, PROC_EVENTS_WANTED };
+	struct listen_filtered any = { PROC_CN_MCAST_LISTEN, 0 };
+	struct listen_filtered wanted = { PROC_CN_MCAST_LISTEN, PROC_EVENTS_WANTED };
 	uint32_t op = PROC_CN_MCAST_LISTEN;
 	int r;
 
 	if (kernel_feature_allowed(KF_EVENT_FILTER) &&
-	    (r = send_listen(&filtered, sizeof(filtered), 0x70660001)) == 0 &&
-	    (r = wait_ack_or_event(0x70660001, fork_probe())) != -ETIMEDOUT)
+	    (r = send_request(&any, sizeof(any), 0x70660001)) == 0 &&
+	    (r = wait_ack(0x70660001)) != -ETIMEDOUT) {
+		if (r < 0)
+			return r;
+		counted = 1;
+		return send_request(&wanted, sizeof(wanted), 0x70660003);
+	}
+	if ((r = send_request(&op, sizeof(op), 0x70660002)))
 		return r;
-	if ((r = send_listen(&op, sizeof(op), 0x70660002)))
-		return r;
-	r = wait_ack_or_event(0x70660002, 0);
+	/* taken, answered or not: the kernel handles a request as it is sent */
+	counted = 1;
+	r = wait_ack(0x70660002);
 	return r == 0 ? 1 : r;
 }
 
 static void close_socket(void)
 {
+	uint32_t op = PROC_CN_MCAST_IGNORE;
+	int r;
+
+	/* no answer is waited for: the kernel handles it as it is sent */
+	if (sock >= 0 && counted && (r = send_request(&op, sizeof(op), 0x70660004)))
+		log_warn("process events: cannot withdraw the listen request: %s", strerror(-r));
 	if (sock >= 0)
 		close(sock);
 	sock = -1;
+	counted = 0;
 }
 
 const char *proc_events_start(const struct proc_events_config *cfg,

@@ -65,3 +65,23 @@ int proc_msg_next(const void *buf, size_t len, size_t *off, struct proc_msg *m)
 	*off = len;
 	return 0;
 }
+
+size_t proc_msg_request(void *buf, const void *op, size_t oplen, uint32_t ack)
+{
+	struct nlmsghdr *nh = buf;
+	struct cn_msg *cn = NLMSG_DATA(nh);
+
+	_Static_assert(NLMSG_SPACE(sizeof(struct cn_msg) + 8) <= PROC_MSG_REQUEST_SPACE,
+		       "room for a proc_input");
+	memset(buf, 0, PROC_MSG_REQUEST_SPACE);
+	if (NLMSG_SPACE(sizeof(*cn) + oplen) > PROC_MSG_REQUEST_SPACE)
+		return 0;
+	nh->nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof(*cn) + oplen);
+	nh->nlmsg_type = NLMSG_DONE;
+	cn->id.idx = CN_IDX_PROC;
+	cn->id.val = CN_VAL_PROC;
+	cn->ack = ack;
+	cn->len = (uint16_t)oplen;
+	memcpy(cn->data, op, oplen);
+	return nh->nlmsg_len;
+}

@@ -37,10 +37,9 @@ static pid_t thread_tid;
 static int subscribe(int filtered)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
-	char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(uint32_t))] = { 0 };
-	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
-	struct cn_msg *cn = NLMSG_DATA(nh);
+	char buf[PROC_MSG_REQUEST_SPACE] __attribute__((aligned(NLMSG_ALIGNTO)));
 	uint32_t op = PROC_CN_MCAST_LISTEN;
+	size_t len = proc_msg_request(buf, &op, sizeof(op), 7);
 	int s = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 
 	assert(s >= 0);
@@ -49,15 +48,20 @@ static int subscribe(int filtered)
 	if (filtered)
 		assert(proc_filter_attach(s) == 0);
 	assert(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	nh->nlmsg_len = NLMSG_LENGTH(sizeof(*cn) + sizeof(op));
-	nh->nlmsg_type = NLMSG_DONE;
-	cn->id.idx = CN_IDX_PROC;
-	cn->id.val = CN_VAL_PROC;
-	cn->ack = 7;
-	cn->len = sizeof(op);
-	memcpy(cn->data, &op, sizeof(op));
-	assert(send(s, nh, nh->nlmsg_len, 0) == (ssize_t)nh->nlmsg_len);
+	assert(send(s, buf, len, 0) == (ssize_t)len);
 	return s;
+}
+
+/* As the daemon does: on kernels before 6.6 a listener never withdrawn is
+ * counted until reboot. */
+static void unsubscribe(int s)
+{
+	char buf[PROC_MSG_REQUEST_SPACE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	uint32_t op = PROC_CN_MCAST_IGNORE;
+	size_t len = proc_msg_request(buf, &op, sizeof(op), 9);
+
+	assert(send(s, buf, len, 0) == (ssize_t)len);
+	close(s);
 }
 
 static void *short_thread(void *unused)
@@ -145,7 +149,7 @@ int main(void)
 	assert(on_filtered.thread_exit == 1 && on_filtered.child_fork == 1 &&
 	       on_filtered.child_exit == 1);
 	assert(on_filtered.thread_fork == 0 && on_filtered.child_sid == 0 && on_filtered.comm == 0);
-	close(plain);
-	close(filtered);
+	unsubscribe(plain);
+	unsubscribe(filtered);
 	return 0;
 }
