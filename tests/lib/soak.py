@@ -6,7 +6,8 @@ process lives. Every failed request is classified against /proc at once:
   as_proc    /proc gives the same errno for the same operation (EACCES on another
              user's environ, EINVAL reading a write-only sysctl, ...);
   vanished   ENOENT/ESRCH for a name that /proc no longer has either (or an fd, tid or
-             mapping name, which another object may have taken meanwhile);
+             mapping name, which another object may have taken meanwhile); or gone from
+             both at a second look (a process reaped between the first two);
   changed    the name changed between the two looks (a pid or fd number reused): the
              same operation repeated gives the same outcome on both;
   own_entry  the reader's own entries that procfs lets a task read itself (README);
@@ -104,6 +105,7 @@ class Reader:
         self.mount, self.source = mount, source
         self.rng = random.Random(seed)
         self.ops, self.errors, self.classes, self.bad = {}, {}, {}, []
+        self.second_look = None  # the mount's answer when classify looked again
 
     def request(self, op, rel):
         self.ops[op] = self.ops.get(op, 0) + 1
@@ -113,12 +115,13 @@ class Reader:
             kind = self.classify(op, rel, got)
             self.classes[kind] = self.classes.get(kind, 0) + 1
             if kind == "bad" and len(self.bad) < 50:
-                self.bad.append("%s %s: %s (/proc: %s; reader uid %d; %s)" % (
-                    op, rel, got, do(op, os.path.join(self.source, rel)), os.getuid(),
-                    target_state(self.source, rel)))
+                self.bad.append("%s %s: %s, then %s (/proc: %s; reader uid %d; %s)" % (
+                    op, rel, got, self.second_look, do(op, os.path.join(self.source, rel)),
+                    os.getuid(), target_state(self.source, rel)))
         return got
 
     def classify(self, op, rel, got):
+        self.second_look = None
         real = os.path.join(self.source, rel)
         theirs = do(op, real)
         if got in ALWAYS_ERRNOS:
@@ -135,8 +138,14 @@ class Reader:
                                            or TRANSIENT.search(rel)):
             return "vanished"
         # The name may name another object now (a reused pid or fd number): look again.
+        # A process seen alive (EACCES on its owner-only file) and reaped before /proc
+        # was asked is gone from both at the second look, with ENOENT or ESRCH as in
+        # the first rule.
         again, theirs = do(op, os.path.join(self.mount, rel)), do(op, real)
-        return "changed" if again == theirs else "bad"
+        self.second_look = again
+        if again == theirs:
+            return "changed"
+        return "vanished" if {again, theirs} <= {"ENOENT", "ESRCH"} else "bad"
 
     def walk(self, rel, deadline):
         if time.time() > deadline or rel in NO_ENTER:
