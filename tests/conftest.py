@@ -25,7 +25,11 @@ def mnt():
     """The default mount (source=/proc), shared by the read-only tests."""
     m = Mount()
     yield m
+    out = m.output()
     m.close()
+    # A server that died is replaced unseen (the supervisor), and most tests would pass
+    # on: its death is a failure of the session, with what it printed.
+    assert "starting another" not in out, "the session's server died:\n" + out
 
 
 @pytest.fixture

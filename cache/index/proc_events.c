@@ -238,6 +238,7 @@ enum notice_kind {
 	NOTICE_EXITED, /* a leader exited */
 	NOTICE_THREAD, /* a thread (pid, of the group of leader group) exited or changed ids */
 	NOTICE_LOST,   /* events were lost: whatever they said went unseen */
+	NOTICE_UNKNOWN, /* the kernel's caches are another server's (caches_unknown) */
 };
 
 struct notice {
@@ -264,7 +265,7 @@ static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
 	/* A fork storm's short-lived processes are never looked up: waking the
 	 * notifier for each would cost more than their whole index upkeep. A
 	 * thread's entries are its own at the root, or its group's task/TID. */
-	if (kind != NOTICE_LOST && hooks.named && !hooks.named(pid) &&
+	if (kind != NOTICE_LOST && kind != NOTICE_UNKNOWN && hooks.named && !hooks.named(pid) &&
 	    !(kind == NOTICE_THREAD && hooks.named(group)))
 		return;
 	pthread_mutex_lock(&notice_lock);
@@ -298,6 +299,8 @@ static void apply_notice(const struct notice *n)
 		hooks.creds_changed(n->pid);
 	else if (n->kind == NOTICE_LOST && hooks.events_lost)
 		hooks.events_lost();
+	else if (n->kind == NOTICE_UNKNOWN && hooks.caches_unknown)
+		hooks.caches_unknown();
 }
 
 static void *notify_loop(void *unused)
@@ -644,6 +647,12 @@ static void *listen_loop(void *unused)
 	pthread_cond_broadcast(&sync_cond);
 	pthread_mutex_unlock(&sync_lock);
 	return NULL;
+}
+
+void proc_events_caches_unknown(void)
+{
+	if (notifier_started)
+		queue_notice(NOTICE_UNKNOWN, 0, 0);
 }
 
 void proc_events_sweep(void)

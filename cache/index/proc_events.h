@@ -27,6 +27,10 @@ struct proc_event_hooks {
 	/* After the rescan that a loss of events (ENOBUFS) caused: a uid or
 	 * gid change among them went unseen. */
 	void (*events_lost)(void);
+	/* What the kernel caches is not known to this server: it took over a
+	 * connection from one that left no node table (it was killed), whose
+	 * names the kernel may keep until events this server never saw. */
+	void (*caches_unknown)(void);
 };
 
 struct proc_events_config {
@@ -49,6 +53,11 @@ int proc_events_run(void);
  * kernel entry of this one stale anyway). */
 void proc_events_stop_notices(void);
 void proc_events_stop(void);
+
+/* Has the notifier thread call hooks->caches_unknown (proc_event_hooks),
+ * which may wait for the kernel: a server's own thread must not, before it
+ * serves. Nothing without a listener (a scan caches nothing long). */
+void proc_events_caches_unknown(void);
 
 /* Drops the exited processes the index still holds and the source no longer
  * has (a timer, fs/daemon/timers.c), while the listener runs. */

@@ -43,6 +43,7 @@ struct server {
 	int executed;
 	struct proc_event_hooks hooks;
 	const char *events_mode;
+	int caches_unknown; /* resumed without the node table before (node_record.h) */
 };
 
 /* The proc connector names processes by their pids in the initial pid
@@ -174,6 +175,9 @@ static int take_nodes_before(void *ctx)
 
 	if (n > 0)
 		log_info("took %ld nodes over from the server before", n);
+	/* The server before was killed: the kernel may keep names it cached
+	 * until events that server got and this one will not. */
+	s->caches_unknown = s->role == SERVE_RESUMED && n <= 0;
 	if (n > 0 && s->o->snapshot)
 		snapshot_inherited();
 	return 0;
@@ -278,9 +282,12 @@ static int start_announce(void *ctx)
 
 static int start_listener(void *ctx)
 {
-	(void)ctx;
+	struct server *s = ctx;
+
 	if (proc_events_run())
 		log_err("cannot start the event listener");
+	else if (s->caches_unknown)
+		proc_events_caches_unknown();
 	return 0;
 }
 

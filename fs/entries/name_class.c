@@ -57,7 +57,8 @@ static const struct name_table plain_table = { NULL, 0, NULL, NULL, &target_many
 
 /* --- the root ------------------------------------------------------------ */
 
-static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_TASK, NULL, 0 };
+static const struct name_class process = { &process_table, LIFE_PROCESS, 0, NC_TASK | NC_WALK_ASKS_TASK,
+					    NULL, 0 };
 
 /* The files a container's cgroup may give (fs/resources/): LXCFS's set. */
 #define RESOURCE(file, ns) { &plain_table, LIFE_FIXED, ns, 0, &resource_content, file }
@@ -154,12 +155,12 @@ static const struct name_table task_common = TABLE(task_entries, NULL, NULL, NUL
 static const struct name_entry process_entries[] = {
 	{ "attr", { &plain_table, LIFE_TASK, 0, NC_STABLE_ATTRS, NULL, 0 } },
 	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_LIST_PLUS, NULL, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE, NULL, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_WALK_ASKS_TASK, NULL, 0 } },
 	/* the target's network namespace; socket owners in the opener's user
 	 * namespace (tcp4_seq_show... seq_user_ns) */
 	{ "net", { &pid_net_table, LIFE_TASK, 0, 0, NULL, 0 } },
 	{ "ns", { &links_table, LIFE_TASK, 0, NC_STABLE_ATTRS, NULL, 0 } },
-	{ "task", { &tasks_table, LIFE_TASK, 0, NC_THREADS_LINK, NULL, 0 } },
+	{ "task", { &tasks_table, LIFE_TASK, 0, NC_THREADS_LINK | NC_WALK_ASKS_TASK, NULL, 0 } },
 };
 static const struct name_table process_table = TABLE(process_entries, &task_common, NULL,
 						     &target_many, &task_plain);
@@ -169,7 +170,8 @@ static const struct name_table process_table = TABLE(process_entries, &task_comm
 static const struct name_entry thread_entries[] = {
 	{ "attr", { &thread_fixed_table, LIFE_TASK, 0, NC_TEMPLATE | NC_STABLE_ATTRS, NULL, 0 } },
 	{ "fd", { &fd_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES | NC_LIST_PLUS, NULL, 0 } },
-	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES, NULL, 0 } },
+	{ "fdinfo", { &fdinfo_table, LIFE_TASK, 0, NC_FILE_TABLE | NC_THREAD_FILES | NC_WALK_ASKS_TASK,
+		      NULL, 0 } },
 	{ "net", { &pid_net_table, LIFE_TASK, 0, NC_THREAD_NET, NULL, 0 } },
 	{ "ns", { &links_table, LIFE_TASK, 0, NC_TEMPLATE | NC_STABLE_ATTRS, NULL, 0 } },
 };

@@ -52,6 +52,11 @@ enum name_life {
 #define NC_READ_WAITS   0x2000 /* a read waits for the kernel's events (kmsg): the
 				* source is open O_NONBLOCK, and the caller's interrupt
 				* ends the wait (fs/request/read_wait.h) */
+#define NC_WALK_ASKS_TASK 0x4000 /* procfs's walk through it asks whether its task lives
+				  * (proc_pid_permission: a pid's directory at the root,
+				  * task/; proc_fdinfo_permission: fdinfo/): a name in it
+				  * fails with ESRCH once the task is gone, in the task's
+				  * other directories (a tid's in task/ too) with ENOENT */
 
 /* A task's files that show its state: read by the task itself through the
  * mount, they would show it waiting for the daemon (fs/entries/self_state.c):

@@ -54,7 +54,9 @@ static int lookup_child(struct node *p, const struct name_class *cls, const char
 	struct node *n;
 	int r;
 
-	if ((r = node_alive(p)) || (r = child_path(p, name, path, sizeof(path))))
+	if ((r = node_alive(p)))
+		return node_lookup_gone(p, r);
+	if ((r = child_path(p, name, path, sizeof(path))))
 		return r;
 	if ((r = source_stat(path, &st, AT_SYMLINK_NOFOLLOW)) == 0) {
 		if (cls->flags & NC_TASK) {

@@ -30,6 +30,20 @@ static int gone_stat(const struct node *n, struct stat *st, int process_gone)
 	return 0;
 }
 
+/* Until its exit event drops them, the kernel walks a gone process's names
+ * with the owner and mode it cached (a leader's name is cached while it
+ * lives; a thread's is asked at every walk), and asks again only when they
+ * deny the caller (fuse_permission): answered with attributes, a reader other
+ * than its owner got EACCES where procfs's walk fails with ENOENT. The first
+ * to ask drops the names (ESTALE: the walk is made again); the ones after get
+ * what fstat() on a held descriptor gets from procfs. */
+static int gone_leader_walked(struct node *n)
+{
+	const struct node *dir = node_process_dir(n);
+
+	return dir && dir->owner.pid == dir->owner.tgid && node_walk_error(n, -ENOENT) == -ESTALE;
+}
+
 /* The source's attributes of n's path; held: n may be held open, and keeps
  * its last attributes once its name is gone. */
 static int source_attr(struct node *n, struct stat *st, int held)
@@ -43,7 +57,7 @@ static int source_attr(struct node *n, struct stat *st, int held)
 		r = (st->st_mode & S_IFMT) != n->type ? -ENOENT : 0;
 	}
 	if (node_gone(n))
-		return gone_stat(n, st, 1);
+		return gone_leader_walked(n) ? -ESTALE : gone_stat(n, st, 1);
 	if (r == -ENOENT && held)
 		return gone_stat(n, st, 0);
 	if (!r)

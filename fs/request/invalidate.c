@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cache/index/proc_events.h"
+#include "cache/index/tgid_index.h"
 #include "fs/request/handle.h"
 
 static struct fuse_session *session;
@@ -169,6 +170,23 @@ static void on_events_lost(void)
 	drop_held_names(0); /* lost exits among them */
 }
 
+/* Taken over from a server that was killed: the kernel may keep names and
+ * attributes it cached until an event that server got and this one never
+ * will (a process's new owner). The names of the processes that live are
+ * dropped. Not every name (FUSE_NOTIFY_INC_EPOCH, 6.16+): the kernel would
+ * detach the mounts on the fixed ones, a container runtime's masks over
+ * sys/ and keys. A gone process's cached name still answers stat until it
+ * is asked about (README "What differs"). */
+static void on_caches_unknown(void)
+{
+	char name[16];
+
+	for (int64_t pid = tgid_index_next(1); pid > 0; pid = tgid_index_next((uint32_t)pid + 1)) {
+		snprintf(name, sizeof(name), "%d", (int)pid);
+		drop_root_name(name);
+	}
+}
+
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
 {
 	session = se;
@@ -177,4 +195,5 @@ void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)
 	hooks->thread_changed = on_thread_changed;
 	hooks->creds_changed = on_creds_changed;
 	hooks->events_lost = on_events_lost;
+	hooks->caches_unknown = on_caches_unknown;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/index/pidgen.h"
+#include "fs/entries/name_class.h"
 #include "fs/request/invalidate.h"
 
 int child_path(const struct node *parent, const char *name, char *buf, size_t len)
@@ -28,6 +29,13 @@ int node_alive(const struct node *n)
 	if (r != -ENOENT)
 		return r; /* cannot tell (EMFILE): say why */
 	return strstr(n->path, "/task/") ? -ENOENT : -ESRCH;
+}
+
+int node_lookup_gone(const struct node *dir, int alive)
+{
+	if (alive != -ESRCH && alive != -ENOENT)
+		return alive;
+	return dir->cls->flags & NC_WALK_ASKS_TASK ? -ESRCH : -ENOENT;
 }
 
 /* The kernel caches a process's name at the root until the exit event drops

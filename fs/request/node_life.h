@@ -17,6 +17,12 @@ int child_path(const struct node *parent, const char *name, char *buf, size_t le
  * (out of file descriptors). */
 int node_alive(const struct node *n);
 
+/* The errno of a name asked in dir, given alive = node_alive(dir) (not 0):
+ * procfs's walk through some of a task's directories asks first whether
+ * the task lives, ESRCH (NC_WALK_ASKS_TASK); in the others the lookup finds
+ * no task, ENOENT. */
+int node_lookup_gone(const struct node *dir, int alive);
+
 static inline int node_gone(const struct node *n)
 {
 	int r = node_alive(n);
@@ -25,8 +31,9 @@ static inline int node_gone(const struct node *n)
 }
 
 /* The errno for an operation a path walk makes (lookup in n, open, readlink,
- * access) that returned r on n: ESTALE when the kernel may have walked a name
- * of a gone process, which is dropped then, so that it walks again. */
+ * access, the getattr that checks a cached owner) that returned r on n:
+ * ESTALE when the kernel may have walked a name of a gone process, which is
+ * dropped then, so that it walks again. */
 int node_walk_error(struct node *n, int r);
 
 /* The errno for an operation on n that returned r: if n's process is gone,

@@ -712,8 +712,12 @@ def test_task_files_cached_until_an_event(mnt):
         p.step()
         # Cached until an event (above): only the event can show the new owner. The
         # bound is the scheduler's, for a loaded machine.
-        wait_for(lambda: os.stat(path).st_uid == os.stat(real).st_uid, 10,
-                 "the uid event to drop the cached owner")
+        try:
+            wait_for(lambda: os.stat(path).st_uid == os.stat(real).st_uid, 10,
+                     "the uid event to drop the cached owner")
+        except AssertionError as e:
+            raise AssertionError("%s: mount %d, /proc %d; the daemon printed:\n%s" % (
+                e, os.stat(path).st_uid, os.stat(real).st_uid, mnt.output()[-4000:])) from e
 
 
 def test_uid_change_drops_cached_attributes(mnt):

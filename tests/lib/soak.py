@@ -6,10 +6,9 @@ process lives. Every failed request is classified against /proc at once:
   as_proc    /proc gives the same errno for the same operation (EACCES on another
              user's environ, EINVAL reading a write-only sysctl, ...);
   vanished   ENOENT/ESRCH for a name that /proc no longer has either (or an fd, tid or
-             mapping name, which another object may have taken meanwhile); or gone from
-             both at a second look (a process reaped between the first two);
-  changed    the name changed between the two looks (a pid or fd number reused): the
-             same operation repeated gives the same outcome on both;
+             mapping name, which another object may have taken meanwhile);
+  changed    the name changed between the two looks (a pid or fd number reused, a
+             process reaped): the same operation repeated gives the same outcome on both;
   own_entry  the reader's own entries that procfs lets a task read itself (README);
   bad        anything else: an errno /proc would not give.
 
@@ -137,15 +136,12 @@ class Reader:
                                            or not os.path.lexists(real)
                                            or TRANSIENT.search(rel)):
             return "vanished"
-        # The name may name another object now (a reused pid or fd number): look again.
-        # A process seen alive (EACCES on its owner-only file) and reaped before /proc
-        # was asked is gone from both at the second look, with ENOENT or ESRCH as in
-        # the first rule.
+        # The name may name another object now (a reused pid or fd number), or none (a
+        # process seen alive, EACCES on its owner-only file, and reaped before /proc
+        # was asked): look again, a walk made after it is gone.
         again, theirs = do(op, os.path.join(self.mount, rel)), do(op, real)
         self.second_look = again
-        if again == theirs:
-            return "changed"
-        return "vanished" if {again, theirs} <= {"ENOENT", "ESRCH"} else "bad"
+        return "changed" if again == theirs else "bad"
 
     def walk(self, rel, deadline):
         if time.time() > deadline or rel in NO_ENTER:

@@ -568,6 +568,93 @@ def test_pid_reused_before_exit_event(mount_with, held_first):
     assert seen[m.path] == seen["/proc"]
 
 
+# A reader's probes of a reaped process, made in the order given, each on both bases:
+# name: (path under PID, whether a directory fd of it is held from before the reap,
+# what is done with the path or fd and the pid).
+REAPED_PROBES = {
+    "list ns": ("ns", False, lambda p, _: sorted(os.listdir(p))),
+    "read syscall": ("syscall", False, lambda p, _: open(p, "rb").read()),
+    "read task/PID/personality": ("task/{pid}/personality", False,
+                                  lambda p, _: open(p, "rb").read()),
+    "stat environ": ("environ", False, lambda p, _: attrs(os.stat(p))),
+    "access status": ("status", False, lambda p, _: access_read(p)),
+    # a walk from a held directory: procfs checks exec permission on a process's own
+    # directories first (ESRCH once it is gone), on the others not (the name: ENOENT)
+    "name in held dir": ("", True, lambda fd, _: attrs(os.stat("limits", dir_fd=fd))),
+    "name in held task": ("task", True, lambda fd, pid: attrs(os.stat(str(pid), dir_fd=fd))),
+    "name in held task/PID": ("task/{pid}", True, lambda fd, _: attrs(os.stat("comm", dir_fd=fd))),
+    "name in held fdinfo": ("fdinfo", True, lambda fd, _: attrs(os.stat("0", dir_fd=fd))),
+    "name in held ns": ("ns", True, lambda fd, _: attrs(os.stat("net", dir_fd=fd))),
+}
+
+
+def access_read(path):
+    """access(path, R_OK), failing with its errno (os.access says only False)."""
+    if libc.access(path.encode(), os.R_OK):
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return True
+
+
+def probe_reaped_as(uid, bases, pid, held):
+    """{base: {probe: outcome}} of REAPED_PROBES made by a child process with uid, gid
+    and groups set to uid (and no capabilities unless 0); held: {(base, probe): fd}."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(r)
+            if uid:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+            seen = {}
+            for b in bases:
+                seen[b] = {}
+                for name, (rel, is_held, fn) in REAPED_PROBES.items():
+                    arg = held[b, name] if is_held else os.path.join(b, str(pid),
+                                                                    rel.format(pid=pid))
+                    seen[b][name] = repr(outcome(fn, arg, pid))
+            os.write(w, json.dumps(seen).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(child, 0)
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("uid", [0, NOBODY], ids=["root", "nobody"])
+def test_reaped_before_exit_event(mount_with, uid):
+    """A root process is reaped before the daemon has handled its exit event (its event
+    threads stopped), while the kernel still caches its names with their owner and
+    mode: every walk to them answers as on /proc, for a reader its entries refuse as
+    for root. The kernel checks a cached owner itself (default_permissions) and asks
+    the daemon again only when it refuses: answered with the last attributes, nobody
+    got EACCES for ns, syscall and personality where /proc says ENOENT."""
+    m = mount_with()
+    bases = ("/proc", m.path)
+    old = sleeper()
+    held = {}
+    try:
+        wait_for(lambda: str(old.pid) in os.listdir(m.path), 5, "the index to list it")
+        # every name cached with its owner (root) and mode, by a walk as root
+        for rel, _, _ in REAPED_PROBES.values():
+            os.stat(m.p(old.pid, rel.format(pid=old.pid)))
+        held = {(b, name): held_dir(os.path.join(b, str(old.pid), rel.format(pid=old.pid)))
+                for b in bases for name, (rel, is_held, _) in REAPED_PROBES.items() if is_held}
+        with ThreadsStopped(m.server_pid(), ["pf-events", "pf-notify"]):
+            reap(old)
+            seen = probe_reaped_as(uid, bases, old.pid, held)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+        if old.poll() is None:
+            reap(old)
+    assert seen[m.path] == seen["/proc"]
+
+
 def seen_after_reuse(bases, held, new, held_first):
     # exe names sleep a moment before exec has set the arguments
     wait_for(lambda: open("/proc/%d/cmdline" % new.pid, "rb").read() == b"sleep\x003599\x00",

@@ -257,6 +257,32 @@ def test_handles_from_before_answer_estale_and_new_opens_work(mount_with):
         os.close(root)
 
 
+def test_an_owner_cached_before_a_killed_server_follows_its_uid(mount_with):
+    """The kernel keeps a live process's names and their owner until an event says they
+    changed (tests/index/test_index.py, test_task_files_cached_until_an_event). A killed
+    server leaves no node table: the next never saw those names and its events dropped
+    none of them, so a uid change went unseen for a day. The next server drops the
+    names of the processes that live."""
+    code = ("import ctypes, os, sys\n"
+            "print(flush=True); sys.stdin.readline()\n"
+            "os.setresuid(65534, 65534, 65534)\n"  # an event; the files root's (not dumpable)
+            "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"  # PR_SET_DUMPABLE: now 65534's
+            "print(flush=True); sys.stdin.readline()\n")
+    m = mount_with()
+    with Stepper(code) as p:
+        real, path = "/proc/%d/environ" % p.pid, m.p(p.pid, "environ")
+        assert str(p.pid) in os.listdir(m.path)  # indexed: its names are cached
+        assert os.stat(path).st_uid == os.stat(os.path.dirname(path)).st_uid == 0
+        server = m.server_pid()
+        os.kill(server, signal.SIGKILL)
+        gone(server)
+        new_server(m, server)
+        p.step()
+        assert os.stat(real).st_uid == 65534
+        wait_for(lambda: os.stat(path).st_uid == os.stat(os.path.dirname(path)).st_uid == 65534,
+                 10, "the owner after the uid change, through the server after the killed one")
+
+
 def test_handles_on_the_names_beside_the_pids_read_on(mount_with):
     """The names beside the PIDs keep their node ids across a restart (fixed ids), so a
     reader holding meminfo, stat or a sys directory open (top, procps's library) reads
