@@ -93,6 +93,25 @@ class Binaries:
         return found
 
 
+def described(pids):
+    """Each pid with its parent, and both commands, for a failure's message."""
+    def cmd(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            return "gone"
+    out = []
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            ppid = 0
+        out.append("%d (%s), parent %d (%s)" % (pid, cmd(pid), ppid, cmd(ppid) if ppid else "-"))
+    return "; ".join(out)
+
+
 def outside(processes, root):
     """The pids of processes that are not root nor descend from it."""
     def descends(pid):
@@ -202,7 +221,13 @@ class Rollout:
             assert f.readline().startswith("MemTotal:")
         processes = self.binaries.processes()
         assert supervisor in processes and len(processes) > 1, processes  # and its servers
-        assert not outside(processes, supervisor), processes
+        # A process is read after its parent in one pass over /proc: one that forks and
+        # one that exits meanwhile can make a tree of processes that never was at once
+        # (CI, once). What stays outside for 10 s is a daemon's process left behind.
+        stray = lambda: outside(self.binaries.processes(), supervisor)
+        if stray():
+            wait_for(lambda: not stray(), "no process of the daemon outside %d's tree: %s" % (
+                supervisor, described(stray())), timeout=10)
 
     def stop(self):
         """The last one stopped with no successor: exits 0 and unmounts both."""
