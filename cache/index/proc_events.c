@@ -43,25 +43,56 @@ struct listen_filtered {
 			 * for a rescan */
 #define SWEEP_CHUNK 64  /* exited pids swept per hold of the index lock */
 
-static int sock = -1;
+/* One of the listener's sockets. Kernels before 6.6 count listeners, not
+ * sockets, and never forget one: a listener that closes without asking to be
+ * ignored makes every fork, exec and exit on the machine build an event for
+ * no one until reboot. */
+/* Datagrams taken per recvmmsg: one event each, so a fork storm costs one
+ * system call per batch instead of one per event. A connector event is under
+ * 100 bytes; a larger datagram is cut (MSG_TRUNC) and decoded as far as it
+ * goes, as any event shorter than expected is (proc_msg.c). */
+#define RECV_BATCH 64
+#define RECV_SIZE 512
+
+/* Where a socket's datagrams are read to: the two sockets are read at once,
+ * the index's under its lock, the threads' by the listener alone. */
+struct recv_space {
+	char bufs[RECV_BATCH][RECV_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct mmsghdr msgs[RECV_BATCH];
+	struct iovec iov[RECV_BATCH];
+};
+
+struct event_socket {
+	int fd;
+	enum proc_filter_side side; /* what it is for (proc_filter.h) */
+	/* Set once the kernel counts this socket among the listeners (a listen
+	 * request it took): withdrawn at close. */
+	int counted;
+	/* Set by a loss (ENOBUFS), until the queue has been read empty: only
+	 * then does the kernel report the next loss (netlink stays "congested"
+	 * until then), so only then can a scan be trusted to be followed by
+	 * every event or by ENOBUFS. */
+	int lost;
+	struct recv_space *space;
+};
+
+/* The index's events, which a root listing applies before it lists; and,
+ * where a second socket can be filtered, the threads' (proc_filter.h), which
+ * only the listener reads. Without the second, the first has both. */
+static struct recv_space procs_space, threads_space;
+static struct event_socket procs = { -1, PROC_FILTER_ALL, 0, 0, &procs_space };
+static struct event_socket threads = { -1, PROC_FILTER_THREADS, 0, 0, &threads_space };
 static int stop_fd = -1;
 static pthread_t thread;
 static _Atomic int running;
 static struct proc_event_hooks hooks;
 
-/* Set once the kernel counts this socket among the listeners (a listen request
- * it took): withdrawn at close. Kernels before 6.6 count listeners, not
- * sockets, and never forget one: a listener that closes without asking to be
- * ignored makes every fork, exec and exit on the machine build an event for
- * no one until reboot. */
-static int counted;
-
-static int send_request(const void *op, size_t oplen, uint32_t ack)
+static int send_request(const struct event_socket *s, const void *op, size_t oplen, uint32_t ack)
 {
 	char buf[PROC_MSG_REQUEST_SPACE] __attribute__((aligned(NLMSG_ALIGNTO)));
 	size_t len = proc_msg_request(buf, op, oplen, ack);
 
-	return send(sock, buf, len, 0) < 0 ? -errno : 0;
+	return send(s->fd, buf, len, 0) < 0 ? -errno : 0;
 }
 
 /* Events stamped before the last scan of the source began are in that scan
@@ -71,10 +102,6 @@ static int send_request(const void *op, size_t oplen, uint32_t ack)
  * an overflowed socket holds some ten thousand, and a fork storm refills it
  * as fast as it is read. */
 static uint64_t scan_began_ns;
-/* Set by a loss, until the queue has been read empty: only then does the
- * kernel report the next loss (netlink stays "congested" until then), so only
- * then can a scan be trusted to be followed by every event or by ENOBUFS. */
-static int rescan_pending;
 static uint64_t timens_offset_ns; /* our CLOCK_MONOTONIC minus the kernel's stamps' */
 
 static uint64_t stamp_clock_ns(void)
@@ -103,34 +130,39 @@ static void rescan(void)
 	tgid_index_resync();
 }
 
-/* After ENOBUFS the socket still holds events from before the loss: skipped
- * from now on, as the rescan reflects them. */
-static void note_loss(void)
+/* After ENOBUFS the index's socket still holds events from before the
+ * loss: skipped from now on, as the rescan reflects them. The threads'
+ * socket lost only cache drops. */
+static void note_loss(struct event_socket *s)
 {
-	if (!rescan_pending)
+	if (!s->lost && s->side == PROC_FILTER_THREADS)
+		log_info("threads' events lost (ENOBUFS): dropping the names cached");
+	else if (!s->lost)
 		log_info("process events lost (ENOBUFS): rescanning the source");
-	scan_began_ns = stamp_clock_ns();
-	rescan_pending = 1;
+	if (s->side != PROC_FILTER_THREADS)
+		scan_began_ns = stamp_clock_ns();
+	s->lost = 1;
 }
+
 
 /* The kernel answers a request with a PROC_EVENT_NONE carrying its ack + 1
  * and an error code: the answer's error code, or -ETIMEDOUT. Kernels before
  * 6.6 never answer the 8-byte form (struct proc_input), while another
  * listener's events may keep coming: the wait is bounded in all. */
-static int wait_ack(uint32_t ack)
+static int wait_ack(struct event_socket *s, uint32_t ack)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
 	uint64_t deadline = now_ns() + ACK_WAIT_MS * 1000000ull;
 	uint64_t now;
 
 	while ((now = now_ns()) < deadline &&
 	       poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) > 0) {
-		ssize_t n = recv(sock, buf, sizeof(buf), 0);
+		ssize_t n = recv(s->fd, buf, sizeof(buf), 0);
 		struct proc_msg m;
 
 		if (n < 0 && errno == ENOBUFS) {
-			note_loss(); /* subscribed, and events lost already */
+			note_loss(s); /* subscribed, and events lost already */
 			continue;
 		}
 		if (n < 0)
@@ -142,21 +174,26 @@ static int wait_ack(uint32_t ack)
 	return -ETIMEDOUT;
 }
 
-static int open_socket(int rcvbuf)
+/* The filter is attached before the bind: no event it would drop is
+ * queued. Without it the socket still works (the listener applies only its
+ * side's events) but reads what it drops: required of the threads' socket
+ * alone, whose whole point it is. */
+static int open_socket(struct event_socket *s, int rcvbuf)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
 	int r;
 
-	sock = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
-	if (sock < 0)
+	s->fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+	if (s->fd < 0)
 		return -errno;
-	if (rcvbuf > 0 && setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
-	    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+	if (rcvbuf > 0 && setsockopt(s->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) &&
+	    setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
 		log_warn("process events: cannot size socket buffer: %s", strerror(errno));
-	/* before the bind: no event the filter would drop is queued */
-	if ((r = proc_filter_attach(sock)))
-		log_warn("process events: cannot filter threads' forks: %s", strerror(-r));
-	if (bind(sock, (struct sockaddr *)&sa, sizeof(sa)))
+	if ((r = proc_filter_attach(s->fd, s->side)) && s->side == PROC_FILTER_THREADS)
+		return r;
+	if (r)
+		log_warn("process events: cannot filter threads' events: %s", strerror(-r));
+	if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)))
 		return -errno;
 	return 0;
 }
@@ -169,53 +206,75 @@ static int open_socket(int rcvbuf)
  * before 6.6, which ignore the 8-byte form, another listener's subscription
  * brings events to every socket bound to the group, and they stop when it
  * leaves. 0 filtered, 1 unfiltered, <0 error. */
-static int subscribe(void)
+static int subscribe(struct event_socket *s)
 {
 	struct listen_filtered any = { PROC_CN_MCAST_LISTEN, 0 };
-	struct listen_filtered wanted = { PROC_CN_MCAST_LISTEN, PROC_EVENTS_WANTED };
+	struct listen_filtered wanted = { PROC_CN_MCAST_LISTEN,
+					  s->side == PROC_FILTER_THREADS ? PROC_EVENTS_OF_THREADS
+									 : PROC_EVENTS_WANTED };
 	uint32_t op = PROC_CN_MCAST_LISTEN;
 	int r;
 
 	if (kernel_feature_allowed(KF_EVENT_FILTER) &&
-	    (r = send_request(&any, sizeof(any), 0x70660001)) == 0 &&
-	    (r = wait_ack(0x70660001)) != -ETIMEDOUT) {
+	    (r = send_request(s, &any, sizeof(any), 0x70660001)) == 0 &&
+	    (r = wait_ack(s, 0x70660001)) != -ETIMEDOUT) {
 		if (r < 0)
 			return r;
-		counted = 1;
-		return send_request(&wanted, sizeof(wanted), 0x70660003);
+		s->counted = 1;
+		return send_request(s, &wanted, sizeof(wanted), 0x70660003);
 	}
-	if ((r = send_request(&op, sizeof(op), 0x70660002)))
+	if ((r = send_request(s, &op, sizeof(op), 0x70660002)))
 		return r;
 	/* taken, answered or not: the kernel handles a request as it is sent */
-	counted = 1;
-	r = wait_ack(0x70660002);
+	s->counted = 1;
+	r = wait_ack(s, 0x70660002);
 	return r == 0 ? 1 : r;
 }
 
-static void close_socket(void)
+static void close_socket(struct event_socket *s)
 {
 	uint32_t op = PROC_CN_MCAST_IGNORE;
 	int r;
 
 	/* no answer is waited for: the kernel handles it as it is sent */
-	if (sock >= 0 && counted && (r = send_request(&op, sizeof(op), 0x70660004)))
+	if (s->fd >= 0 && s->counted && (r = send_request(s, &op, sizeof(op), 0x70660004)))
 		log_warn("process events: cannot withdraw the listen request: %s", strerror(-r));
-	if (sock >= 0)
-		close(sock);
-	sock = -1;
-	counted = 0;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->counted = 0;
+	s->lost = 0;
+}
+
+/* The threads' socket where it can be had (filtered and subscribed): then
+ * the index's socket leaves the threads' events to it. 0 or -errno. */
+static int open_threads_socket(int rcvbuf)
+{
+	int r;
+
+	if ((r = open_socket(&threads, rcvbuf)) == 0 && (r = subscribe(&threads)) >= 0) {
+		procs.side = PROC_FILTER_PROCESSES;
+		return 0;
+	}
+	close_socket(&threads);
+	procs.side = PROC_FILTER_ALL;
+	return r;
 }
 
 const char *proc_events_start(const struct proc_events_config *cfg,
 			      const struct proc_event_hooks *h)
 {
-	int r = -EPERM;
+	int rcvbuf = cfg->rcvbuf ? cfg->rcvbuf : 8 << 20;
+	int r = -EPERM, apart = 0;
 
 	hooks = *h;
-	if (!cfg->disabled && (r = open_socket(cfg->rcvbuf ? cfg->rcvbuf : 8 << 20)) == 0)
-		r = subscribe();
+	if (!cfg->disabled)
+		apart = open_threads_socket(rcvbuf);
+	if (!cfg->disabled && (r = open_socket(&procs, rcvbuf)) == 0)
+		r = subscribe(&procs);
 	if (r < 0) {
-		close_socket();
+		close_socket(&threads);
+		close_socket(&procs);
 		tgid_index_set_fallback(cfg->fallback_ms);
 		tgid_index_refresh();
 		log_warn("process events unavailable (%s): listing the root from a scan cached "
@@ -225,6 +284,9 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 	/* Events from now on are queued; those sent after the scan began may
 	 * be in it too, which is harmless: marking twice and exiting twice are
 	 * idempotent. */
+	if (apart)
+		log_warn("process events: threads' events read with the processes' (%s)",
+			 strerror(-apart));
 	read_timens_offset();
 	rescan();
 	return r == 0 ? "events" : "events (unfiltered)";
@@ -366,8 +428,27 @@ static void leader_exited(pid_t tgid)
 	}
 }
 
-/* Events carry the daemon's pids; the index holds the view's. */
-static void on_event(const struct proc_msg *m)
+static void index_lock_take(void);
+static void index_lock_drop(void);
+
+/* The view's pid of a group whose thread changed ids, for its notice: the
+ * view remembers leaders under the index's lock, and the threads' socket is
+ * read without it. */
+static pid_t group_known(const struct event_socket *s, pid_t tgid)
+{
+	pid_t v;
+
+	if (s->side != PROC_FILTER_THREADS || !pid_view_active())
+		return pid_view_leader_known(tgid);
+	index_lock_take();
+	v = pid_view_leader_known(tgid);
+	index_lock_drop();
+	return v;
+}
+
+/* Events carry the daemon's pids; the index holds the view's. s: the
+ * socket it came on. */
+static void on_event(const struct event_socket *s, const struct proc_msg *m)
 {
 	pid_t v;
 
@@ -387,7 +468,7 @@ static void on_event(const struct proc_msg *m)
 		break;
 	case PROC_EVENT_UID:
 	case PROC_EVENT_GID:
-		if ((v = pid_view_leader_known(m->tgid)))
+		if ((v = group_known(s, m->tgid)))
 			queue_notice(NOTICE_CREDS, v, 0);
 		/* a thread's own ids (setuid by raw syscall): its own directories */
 		if (m->pid != m->tgid && !pid_view_active())
@@ -398,26 +479,36 @@ static void on_event(const struct proc_msg *m)
 	}
 }
 
-/* Datagrams taken per recvmmsg: one event each, so a fork storm costs one
- * system call per batch instead of one per event. A connector event is under
- * 100 bytes; a larger datagram is cut (MSG_TRUNC) and decoded as far as it
- * goes, as any event shorter than expected is (proc_msg.c). */
-#define RECV_BATCH 64
-#define RECV_SIZE 512
-
-/* Applies one datagram; returns the newest stamp in it (0 when none). */
-static uint64_t apply_datagram(const char *buf, size_t len)
+/* Applies one datagram of s, the events of its side; returns the newest
+ * stamp in it (0 when none). The threads' events only drop cached names,
+ * which is never wrong: they need not be older than the index's last scan
+ * (which is not theirs to read: they are applied without its lock). */
+static uint64_t apply_datagram(const struct event_socket *s, const char *buf, size_t len)
 {
 	struct proc_msg m;
 	uint64_t newest = 0;
 
 	for (size_t off = 0; proc_msg_next(buf, len, &off, &m);) {
-		if (m.stamp_ns >= scan_began_ns)
-			on_event(&m);
+		if ((s->side == PROC_FILTER_THREADS || m.stamp_ns >= scan_began_ns) &&
+		    proc_filter_side_has(s->side, &m))
+			on_event(s, &m);
 		if (m.stamp_ns > newest)
 			newest = m.stamp_ns;
 	}
 	return newest;
+}
+
+/* Once a socket that lost events is read empty: the rescan the index's loss
+ * asks for, and the drop of whatever the lost events said. 1 if it was due. */
+static int recover_loss(struct event_socket *s)
+{
+	if (!s->lost)
+		return 0;
+	s->lost = 0;
+	if (s->side != PROC_FILTER_THREADS)
+		rescan();
+	queue_notice(NOTICE_LOST, 0, 0);
+	return 1;
 }
 
 /* What drain() ended on. */
@@ -427,19 +518,20 @@ enum drained {
 	DRAIN_BROKEN,   /* the socket broke */
 };
 
-/* Reads and applies the queued events, with index_lock held (the buffers and
- * the loss state are its). The listener reads until the socket is empty and
- * makes the rescan a loss asks for. A lister (listener = 0) stops at the
+/* Reads and applies the queued events of s: the index's with index_lock
+ * held (their buffers and loss state are its), the threads' by the listener
+ * alone. The listener reads until the socket is empty and makes the rescan
+ * (or the drop) a loss asks for. A lister (listener = 0) stops at the
  * first event stamped at or after `until`, the moment its listing began:
  * that event was queued after the listing began, so every event queued
  * before it is read by then (the socket is a queue), and a fork storm cannot
  * keep it reading. It leaves a rescan to the listener: the scan reads the
  * source as the daemon, and a lister acts as its caller. */
-static enum drained drain(int listener, uint64_t until)
+static enum drained drain(struct event_socket *s, int listener, uint64_t until)
 {
-	static char bufs[RECV_BATCH][RECV_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
-	static struct mmsghdr msgs[RECV_BATCH];
-	static struct iovec iov[RECV_BATCH];
+	char (*bufs)[RECV_SIZE] = s->space->bufs;
+	struct mmsghdr *msgs = s->space->msgs;
+	struct iovec *iov = s->space->iov;
 
 	for (int i = 0; i < RECV_BATCH; i++) {
 		iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_SIZE };
@@ -449,27 +541,24 @@ static enum drained drain(int listener, uint64_t until)
 		uint64_t newest;
 		int n;
 
-		if (rescan_pending && !listener)
+		if (s->lost && !listener)
 			return DRAIN_RESCAN;
-		n = recvmmsg(sock, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
+		n = recvmmsg(s->fd, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0 && errno == ENOBUFS) {
-			note_loss();
+			note_loss(s);
 			continue;
 		}
-		if (n < 0 && errno == EAGAIN && rescan_pending) {
-			rescan_pending = 0;
-			rescan();
-			queue_notice(NOTICE_LOST, 0, 0);
+		if (n < 0 && errno == EAGAIN && recover_loss(s))
 			return DRAINED;
-		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? DRAINED : DRAIN_BROKEN;
 		newest = 0;
 		for (int i = 0; i < n; i++) {
-			uint64_t s = apply_datagram(bufs[i], msgs[i].msg_len < RECV_SIZE ? msgs[i].msg_len
-											 : RECV_SIZE);
-			if (s > newest)
-				newest = s;
+			uint64_t t = apply_datagram(s, bufs[i], msgs[i].msg_len < RECV_SIZE
+								? msgs[i].msg_len
+								: RECV_SIZE);
+			if (t > newest)
+				newest = t;
 		}
 		if (!listener && newest >= until)
 			return DRAINED;
@@ -546,9 +635,10 @@ static int index_lock_for_listing(void)
 	}
 }
 
+/* Of the index's events: a listing never waits for the threads'. */
 static int events_pending(void)
 {
-	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct pollfd p = { .fd = procs.fd, .events = POLLIN };
 
 	return atomic_load(&applying) || poll(&p, 1, 0) > 0;
 }
@@ -589,7 +679,7 @@ void proc_events_sync(void)
 	if (index_lock_for_listing())
 		return;
 	if (running)
-		r = drain(0, began);
+		r = drain(&procs, 0, began);
 	index_lock_drop();
 	if (r == DRAIN_RESCAN)
 		wait_for_listener();
@@ -605,15 +695,19 @@ static void batch_pause(void)
 	poll(&p, 1, BATCH_MS);
 }
 
+/* The threads' events after the index's, without its lock: a listing that
+ * meets a thread storm waits for neither. */
 static int apply_batch(void)
 {
 	enum drained r;
 
 	index_lock_take();
 	atomic_store(&applying, 1);
-	r = drain(1, 0);
+	r = drain(&procs, 1, 0);
 	atomic_store(&applying, 0);
 	index_lock_drop();
+	if (r != DRAIN_BROKEN && threads.fd >= 0)
+		r = drain(&threads, 1, 0);
 	pthread_mutex_lock(&sync_lock);
 	applied_batches++;
 	pthread_cond_broadcast(&sync_cond);
@@ -623,13 +717,14 @@ static int apply_batch(void)
 
 static void *listen_loop(void *unused)
 {
-	struct pollfd p[3] = { { .fd = sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN },
-			       { .fd = kick_fd, .events = POLLIN } };
+	/* the threads' socket last: poll skips a negative fd */
+	struct pollfd p[4] = { { .fd = procs.fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN },
+			       { .fd = kick_fd, .events = POLLIN }, { .fd = threads.fd, .events = POLLIN } };
 	uint64_t count;
 
 	(void)unused;
 	while (!(p[1].revents & POLLIN)) {
-		if (poll(p, 3, IDLE_WAKE_MS) < 0 && errno != EINTR)
+		if (poll(p, 4, IDLE_WAKE_MS) < 0 && errno != EINTR)
 			break;
 		if ((p[2].revents & POLLIN) && read(kick_fd, &count, sizeof(count)) < 0)
 			break;
@@ -638,7 +733,7 @@ static void *listen_loop(void *unused)
 			tgid_index_set_fallback(100);
 			break;
 		}
-		if ((p[0].revents & POLLIN) && !(p[2].revents & POLLIN))
+		if (((p[0].revents | p[3].revents) & POLLIN) && !(p[2].revents & POLLIN))
 			batch_pause();
 	}
 	/* Wake any waiting listing for good. */
@@ -658,7 +753,7 @@ void proc_events_caches_unknown(void)
 void proc_events_sweep(void)
 {
 	/* as before the timers had a thread of their own: with events only */
-	if (sock < 0 || !running)
+	if (procs.fd < 0 || !running)
 		return;
 	/* A few exited pids per hold of the lock: after a fork storm thousands
 	 * wait, each a look at the source, and listers take this lock. */
@@ -671,7 +766,7 @@ void proc_events_sweep(void)
 
 int proc_events_run(void)
 {
-	if (sock < 0)
+	if (procs.fd < 0)
 		return 0;
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 	kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -735,5 +830,6 @@ void proc_events_stop(void)
 	if (kick_fd >= 0)
 		close(kick_fd);
 	stop_fd = kick_fd = -1;
-	close_socket();
+	close_socket(&threads);
+	close_socket(&procs);
 }

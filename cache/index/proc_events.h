@@ -5,7 +5,11 @@
  * index then lists it only while the source has it); EXEC revives the group
  * under its tgid (a non-leader's exec ends with the old leader's EXIT and
  * then EXEC with pid == tgid). Lost events (ENOBUFS) trigger one scan of the
- * source root while readers keep being served. Only a listener in the
+ * source root while readers keep being served. Threads' exits and id
+ * changes, which only drop cached names, come on a second socket where its
+ * filter can be attached (proc_filter.h): a root listing applies what is
+ * queued before it, and a program starting and ending thousands of threads a
+ * second no longer puts their events in its way. Only a listener in the
  * initial user and pid namespaces with CAP_NET_ADMIN receives events; where
  * that fails the index falls back to a short-lived cached scan.
  */

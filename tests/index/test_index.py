@@ -230,6 +230,31 @@ def test_forced_enobufs_rescans(mount_with):
     assert_matches(m)
 
 
+def test_a_thread_storm_leaves_the_index_events_whole(mount_with):
+    """Threads' exits, which only drop cached names, come on a socket of their own
+    (cache/index/proc_filter.h). A storm of them that overflows it while the listener is
+    stopped leaves the index's events whole: a listing then applies them itself and lists
+    a process started after the storm. With one socket the storm overflowed that one: the
+    listing left the rescan to the stopped listener and missed the process."""
+    m = mount_with("event_rcvbuf=65536")
+    server = m.server_pid()
+    with ThreadsStopped(server, ["pf-events"]):
+        storm = subprocess.run([helper("threads"), "5000"], input="", stdout=subprocess.PIPE,
+                               text=True, timeout=120)
+        assert storm.returncode == 0 and '"threads": 5000' in storm.stdout, storm.stdout
+        new = sleepers(1)
+        try:
+            listed = pids_of(m.path)
+        finally:
+            stop_all(new)
+    assert new[0].pid in listed, "a process started after a thread storm is not listed"
+    wait_for(lambda: "threads' events lost (ENOBUFS)" in m.output(), 5,
+             "the listener to find the threads' socket overflowed")
+    assert "process events lost" not in m.output(), m.output()
+    wait_for(lambda: new[0].pid not in pids_of(m.path), 5, "the process's exit applied")
+    assert_matches(m)
+
+
 def assert_gone_after_rescan(m, pid):
     """After the rescan that a loss of events caused, a process that exited meanwhile is
     not listed (no FORK event from before the loss was applied after the rescan), and
