@@ -326,9 +326,10 @@ static void queue_notice(enum notice_kind kind, pid_t pid, pid_t group)
 {
 	/* A fork storm's short-lived processes are never looked up: waking the
 	 * notifier for each would cost more than their whole index upkeep. A
-	 * thread's entries are its own at the root, or its group's task/TID. */
-	if (kind != NOTICE_LOST && kind != NOTICE_UNKNOWN && hooks.named && !hooks.named(pid) &&
-	    !(kind == NOTICE_THREAD && hooks.named(group)))
+	 * thread's entries are its own at the root, or its group's task/TID. A
+	 * notice of no process (pid 0: a loss, another server's caches) is for
+	 * every name. */
+	if (pid && hooks.named && !hooks.named(pid) && !(kind == NOTICE_THREAD && hooks.named(group)))
 		return;
 	pthread_mutex_lock(&notice_lock);
 	if (notices_closed) {

@@ -20,10 +20,22 @@
 static struct fuse_session *session;
 
 /* The kernel has an inode for this pid only if we hold a node for it. */
-static struct node *known_pid_node(pid_t pid, char *name, size_t len)
+/* A pid's name in a directory (the root, task/) */
+struct pid_name {
+	char text[16];
+};
+
+static struct pid_name pid_name(pid_t pid)
 {
-	snprintf(name, len, "%d", pid);
-	return node_find_get(node_root(), name, NULL);
+	struct pid_name n;
+
+	snprintf(n.text, sizeof(n.text), "%d", (int)pid);
+	return n;
+}
+
+static struct node *known_pid_node(pid_t pid)
+{
+	return node_find_get(node_root(), pid_name(pid).text, NULL);
 }
 
 /* A name the kernel looks up after the exit event was applied is not
@@ -31,8 +43,7 @@ static struct node *known_pid_node(pid_t pid, char *name, size_t len)
  * need dropping, and that one has a node. */
 static int pid_named(pid_t pid)
 {
-	char name[16];
-	struct node *n = known_pid_node(pid, name, sizeof(name));
+	struct node *n = known_pid_node(pid);
 
 	if (n)
 		node_forget(n, 1);
@@ -106,8 +117,7 @@ static void drop_held_names(pid_t tgid)
 
 static void on_leader_exited(pid_t tgid)
 {
-	char name[16];
-	struct node *n = known_pid_node(tgid, name, sizeof(name));
+	struct node *n = known_pid_node(tgid);
 
 	if (!n)
 		return;
@@ -123,12 +133,12 @@ static void on_leader_exited(pid_t tgid)
  * drop for its exit: name_dropped stays as it is.) */
 static void on_creds_changed(pid_t pid)
 {
-	char name[16];
-	struct node *n = known_pid_node(pid, name, sizeof(name));
+	struct pid_name name = pid_name(pid);
+	struct node *n = node_find_get(node_root(), name.text, NULL);
 
 	if (!n)
 		return;
-	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name, strlen(name));
+	fuse_lowlevel_notify_inval_entry(session, FUSE_ROOT_ID, name.text, strlen(name.text));
 	fuse_lowlevel_notify_inval_inode(session, node_ino(n), -1, 0);
 	node_forget(n, 1);
 }
@@ -138,15 +148,13 @@ static void on_creds_changed(pid_t pid)
  * change of its own ids (their names are asked at every walk). */
 static void on_thread_changed(pid_t tid, pid_t tgid)
 {
-	char name[16];
-	struct node *leader = known_pid_node(tgid, name, sizeof(name));
+	struct node *leader = known_pid_node(tgid);
 	struct node *tasks = leader ? node_find_get(leader, "task", NULL) : NULL;
 	struct node *t;
 
 	on_creds_changed(tid);
 	if (tasks) {
-		snprintf(name, sizeof(name), "%d", tid);
-		if ((t = node_find_get(tasks, name, NULL))) {
+		if ((t = node_find_get(tasks, pid_name(tid).text, NULL))) {
 			fuse_lowlevel_notify_inval_inode(session, node_ino(t), -1, 0);
 			node_forget(t, 1);
 		}
@@ -179,12 +187,8 @@ static void on_events_lost(void)
  * is asked about (README "What differs"). */
 static void on_caches_unknown(void)
 {
-	char name[16];
-
-	for (int64_t pid = tgid_index_next(1); pid > 0; pid = tgid_index_next((uint32_t)pid + 1)) {
-		snprintf(name, sizeof(name), "%d", (int)pid);
-		drop_root_name(name);
-	}
+	for (int64_t pid = tgid_index_next(1); pid > 0; pid = tgid_index_next((uint32_t)pid + 1))
+		drop_root_name(pid_name((pid_t)pid).text);
 }
 
 void invalidate_init(struct fuse_session *se, struct proc_event_hooks *hooks)

@@ -224,10 +224,12 @@ class Rollout:
         # A process is read after its parent in one pass over /proc: one that forks and
         # one that exits meanwhile can make a tree of processes that never was at once
         # (CI, once). What stays outside for 10 s is a daemon's process left behind.
-        stray = lambda: outside(self.binaries.processes(), supervisor)
-        if stray():
-            wait_for(lambda: not stray(), "no process of the daemon outside %d's tree: %s" % (
-                supervisor, described(stray())), timeout=10)
+        deadline = time.monotonic() + 10
+        while (stray := outside(self.binaries.processes(), supervisor)) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not stray, "processes of the daemon outside %d's tree for 10 s: %s" % (
+            supervisor, described(stray))
 
     def stop(self):
         """The last one stopped with no successor: exits 0 and unmounts both."""
