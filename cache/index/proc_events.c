@@ -43,10 +43,6 @@ struct listen_filtered {
 			 * for a rescan */
 #define SWEEP_CHUNK 64  /* exited pids swept per hold of the index lock */
 
-/* One of the listener's sockets. Kernels before 6.6 count listeners, not
- * sockets, and never forget one: a listener that closes without asking to be
- * ignored makes every fork, exec and exit on the machine build an event for
- * no one until reboot. */
 /* Datagrams taken per recvmmsg: one event each, so a fork storm costs one
  * system call per batch instead of one per event. A connector event is under
  * 100 bytes; a larger datagram is cut (MSG_TRUNC) and decoded as far as it
@@ -62,6 +58,10 @@ struct recv_space {
 	struct iovec iov[RECV_BATCH];
 };
 
+/* One of the listener's sockets. Kernels before 6.6 count listeners, not
+ * sockets, and never forget one: a listener that closes without asking to be
+ * ignored makes every fork, exec and exit on the machine build an event for
+ * no one until reboot. */
 struct event_socket {
 	int fd;
 	enum proc_filter_side side; /* what it is for (proc_filter.h) */
@@ -143,7 +143,6 @@ static void note_loss(struct event_socket *s)
 		scan_began_ns = stamp_clock_ns();
 	s->lost = 1;
 }
-
 
 /* The kernel answers a request with a PROC_EVENT_NONE carrying its ack + 1
  * and an error code: the answer's error code, or -ETIMEDOUT. Kernels before
@@ -281,12 +280,12 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 			 "for %u ms", cfg->disabled ? "disabled" : strerror(-r), cfg->fallback_ms);
 		return "scan";
 	}
-	/* Events from now on are queued; those sent after the scan began may
-	 * be in it too, which is harmless: marking twice and exiting twice are
-	 * idempotent. */
 	if (apart)
 		log_warn("process events: threads' events read with the processes' (%s)",
 			 strerror(-apart));
+	/* Events from now on are queued; those sent after the scan began may
+	 * be in it too, which is harmless: marking twice and exiting twice are
+	 * idempotent. */
 	read_timens_offset();
 	rescan();
 	return r == 0 ? "events" : "events (unfiltered)";
