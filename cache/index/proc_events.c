@@ -224,9 +224,12 @@ static int subscribe(struct event_socket *s)
 	}
 	if ((r = send_request(s, &op, sizeof(op), 0x70660002)))
 		return r;
-	/* taken, answered or not: the kernel handles a request as it is sent */
-	s->counted = 1;
+	/* Taken unless refused: the kernel handles a request as it is sent,
+	 * and answers EPERM or EINVAL before it counts. Not counted, it is not
+	 * withdrawn: an IGNORE counts down unconditionally (before 6.6), and
+	 * would take another listener's place in the count. */
 	r = wait_ack(s, 0x70660002);
+	s->counted = r == 0 || r == -ETIMEDOUT;
 	return r == 0 ? 1 : r;
 }
 
@@ -245,18 +248,15 @@ static void close_socket(struct event_socket *s)
 	s->lost = 0;
 }
 
-/* The threads' socket where it can be had (filtered and subscribed): then
- * the index's socket leaves the threads' events to it. 0 or -errno. */
+/* The threads' socket where it can be had (filtered and subscribed).
+ * 0 or -errno. */
 static int open_threads_socket(int rcvbuf)
 {
 	int r;
 
-	if ((r = open_socket(&threads, rcvbuf)) == 0 && (r = subscribe(&threads)) >= 0) {
-		procs.side = PROC_FILTER_PROCESSES;
+	if ((r = open_socket(&threads, rcvbuf)) == 0 && (r = subscribe(&threads)) >= 0)
 		return 0;
-	}
 	close_socket(&threads);
-	procs.side = PROC_FILTER_ALL;
 	return r;
 }
 
@@ -269,6 +269,8 @@ const char *proc_events_start(const struct proc_events_config *cfg,
 	hooks = *h;
 	if (!cfg->disabled)
 		apart = open_threads_socket(rcvbuf);
+	/* with a threads' socket, the index's leaves their events to it */
+	procs.side = threads.fd >= 0 ? PROC_FILTER_PROCESSES : PROC_FILTER_ALL;
 	if (!cfg->disabled && (r = open_socket(&procs, rcvbuf)) == 0)
 		r = subscribe(&procs);
 	if (r < 0) {

@@ -19,7 +19,6 @@
 
 static struct fuse_session *session;
 
-/* The kernel has an inode for this pid only if we hold a node for it. */
 /* A pid's name in a directory (the root, task/) */
 struct pid_name {
 	char text[16];
@@ -33,9 +32,10 @@ static struct pid_name pid_name(pid_t pid)
 	return n;
 }
 
-static struct node *known_pid_node(pid_t pid)
+/* The kernel has an inode for this pid only if we hold a node for it. */
+static struct node *known_pid_node(struct pid_name name)
 {
-	return node_find_get(node_root(), pid_name(pid).text, NULL);
+	return node_find_get(node_root(), name.text, NULL);
 }
 
 /* A name the kernel looks up after the exit event was applied is not
@@ -43,7 +43,7 @@ static struct node *known_pid_node(pid_t pid)
  * need dropping, and that one has a node. */
 static int pid_named(pid_t pid)
 {
-	struct node *n = known_pid_node(pid);
+	struct node *n = known_pid_node(pid_name(pid));
 
 	if (n)
 		node_forget(n, 1);
@@ -117,7 +117,7 @@ static void drop_held_names(pid_t tgid)
 
 static void on_leader_exited(pid_t tgid)
 {
-	struct node *n = known_pid_node(tgid);
+	struct node *n = known_pid_node(pid_name(tgid));
 
 	if (!n)
 		return;
@@ -134,7 +134,7 @@ static void on_leader_exited(pid_t tgid)
 static void on_creds_changed(pid_t pid)
 {
 	struct pid_name name = pid_name(pid);
-	struct node *n = node_find_get(node_root(), name.text, NULL);
+	struct node *n = known_pid_node(name);
 
 	if (!n)
 		return;
@@ -148,7 +148,7 @@ static void on_creds_changed(pid_t pid)
  * change of its own ids (their names are asked at every walk). */
 static void on_thread_changed(pid_t tid, pid_t tgid)
 {
-	struct node *leader = known_pid_node(tgid);
+	struct node *leader = known_pid_node(pid_name(tgid));
 	struct node *tasks = leader ? node_find_get(leader, "task", NULL) : NULL;
 	struct node *t;
 
