@@ -17,6 +17,9 @@
 #           in which this script ran nothing (bench/tools.sh's "cold": the process's own
 #           fork and exec are queued events when it lists);
 #   warm  = the median of REPEAT in one process on the long-lived mount.
+# Beside them, the floor: the root listing (3 entries) of bench/floor/floor_libfuse, a
+# server that answers every request from memory at no cost of its own, first and warm:
+# how much of procfast's change under churn any FUSE listing on this machine shows.
 # Then, on the quiet host, where a first listing's time goes: the same first listing with
 # procfast's daemon and the lister free, or both pinned to CPU 0 (a second daemon under
 # `taskset -c 0`), so that no FUSE round trip wakes the other vCPU; /proc the same.
@@ -43,7 +46,7 @@ settings churn.sh ROUNDS=9 REPEAT=50 NPROC=200 BIG=10000 IDLE=1 CHURN_LIVE=64 BA
 ARMS=(proc procfast)
 [[ -n $BASE ]] && ARMS+=(before)
 declare -A BIN=() MNT=([proc]=/proc) DAEMON=()
-SLEEPERS=() HOLDER='' CHURNER='' COLD_PID='' COLD_MNT=''
+SLEEPERS=() HOLDER='' CHURNER='' COLD_PID='' COLD_MNT='' FLOOR_PID=''
 THREADS_MAX=$(cat /proc/sys/kernel/threads-max) PID_MAX=$(cat /proc/sys/kernel/pid_max)
 
 stop_pid() { # PID [SIGNAL]: ends one process this script started, and reaps it
@@ -62,6 +65,7 @@ cleanup() {
 	for p in "${SLEEPERS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${SLEEPERS[@]}"; do wait "$p" 2>/dev/null || true; done
 	[[ -n $PINNED_PID ]] && unmount_daemon "$WORK/pinned" "$PINNED_PID"
+	[[ -n $FLOOR_PID ]] && unmount_daemon "$WORK/floor" "$FLOOR_PID"
 	[[ -n $COLD_MNT ]] && { unmount_daemon "$COLD_MNT" "$COLD_PID"; umount "$COLD_MNT" 2>/dev/null || true; }
 	for a in "${!DAEMON[@]}"; do unmount_daemon "${MNT[$a]}" "${DAEMON[$a]}"; done
 	echo "$PID_MAX" >/proc/sys/kernel/pid_max
@@ -80,6 +84,9 @@ else
 	release "$ROOT" "$B"
 fi
 H=$B/tests
+# shellcheck disable=SC2046 # pkg-config's words are flags
+cc -std=gnu11 -O2 $(pkg-config --cflags fuse3) -o "$WORK/floor_libfuse" "$ROOT/bench/floor/floor_libfuse.c" \
+	$(pkg-config --libs fuse3)
 BIN[procfast]=${PROCFAST_GIVEN:-$B/procfast}
 [[ -n $BASE ]] && BIN[before]=$BASE
 
@@ -111,6 +118,10 @@ for a in "${ARMS[@]}"; do
 	start_daemon "${BIN[$a]}" "${MNT[$a]}" "$WORK/$a.log"
 	DAEMON[$a]=$STARTED
 done
+mkdir -p "$WORK/floor"
+"$WORK/floor_libfuse" -f "$WORK/floor" </dev/null >"$WORK/floor.log" 2>&1 & FLOOR_PID=$!
+for _ in $(seq 200); do [[ -e $WORK/floor/stat ]] && break; sleep 0.02; done
+[[ -e $WORK/floor/stat ]] || { echo "churn.sh: the floor did not mount" >&2; exit 1; }
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- one measurement of each kind; appends "KIND VALUE" lines to $WORK/PHASE.ARM
@@ -144,6 +155,13 @@ measure_warm() { # PHASE ARM
 	echo "stat_warm $("$H/stattime" "${MNT[$2]}" "$REPEAT" | cut -d' ' -f1)" >>"$WORK/$1.$2"
 }
 
+# The floor's root listing, first and warm: it has no task/ nor processes.
+measure_floor() { # PHASE
+	sleep "$IDLE"
+	echo "root_first $("$H/dirtime" "$WORK/floor" 1 | cut -d' ' -f1)" >>"$WORK/$1.floor"
+	echo "root_warm $("$H/dirtime" "$WORK/floor" "$REPEAT" | cut -d' ' -f1)" >>"$WORK/$1.floor"
+}
+
 phase() { # PHASE
 	local r i n=${#ARMS[@]} order a
 	for ((r = 0; r < ROUNDS; r++)); do
@@ -152,6 +170,7 @@ phase() { # PHASE
 		for a in "${order[@]}"; do measure_cold "$1" "$a"; done
 		for a in "${order[@]}"; do measure_first "$1" "$a"; done
 		for a in "${order[@]}"; do measure_warm "$1" "$a"; done
+		measure_floor "$1"
 	done
 }
 
@@ -233,6 +252,16 @@ flat=$(
 		done
 	done
 )
+floor_table=$(
+	echo "| root listing | floor quiet µs | floor churn µs | **floor churn / quiet** | procfast churn / quiet | /proc churn / quiet |"
+	echo "|---|---|---|---|---|---|"
+	for t in first warm; do
+		q=$(med quiet floor "root_$t") c=$(med churn floor "root_$t")
+		echo "| $t | $(us "$q") | $(us "$c") | **$(ratio_of "$c" "$q")** |" \
+			"$(ratio_of "$(med churn procfast "root_$t")" "$(med quiet procfast "root_$t")") |" \
+			"$(ratio_of "$(med churn proc "root_$t")" "$(med quiet proc "root_$t")") |"
+	done
+)
 pmed() { samples_median "$(awk -v k="$2" '$1 == k {printf "%s ", $2}' "$WORK/pin.$1")"; }
 pin_table=$(
 	echo "| first root listing (quiet) | free µs | both on CPU 0 µs | free / pinned |"
@@ -264,6 +293,12 @@ $table
 Flatness (ratios of the medians above):
 
 $flat
+
+The floor: the root listing of \`bench/floor/floor_libfuse\` (\`.\`, \`..\`, \`stat\`: OPENDIR,
+READDIR, READDIR, RELEASEDIR answered from memory by libfuse's multithreaded loop), timed
+like procfast's in each round, right after the arms:
+
+$floor_table
 
 Where a first listing's time goes ($ROUNDS rounds, each after $IDLE s idle): procfast's
 daemon and the lister free (the long-lived mount above), or a second daemon started under
