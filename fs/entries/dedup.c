@@ -3,11 +3,12 @@
  * Every /proc/PID/task/TID/fd is a full copy of the leader's table although
  * the threads share one files_struct: walking a process with 1,000 threads
  * and 1,000 files visits two million entries. While a thread's file table is
- * the leader's (kcmp KCMP_FILES == 0), its fd and fdinfo are symlinks with
- * the text "../../fd" / "../../fdinfo"; a thread with its own table (after
- * unshare(CLONE_FILES)) keeps real directories. A non-leader thread looked up
- * at the root shows "task" as a link to "../TGID/task", so walking it does
- * not build a second copy of every thread. A thread's net/ (about half of
+ * the leader's (kcmp KCMP_FILES == 0) and it is owned as the leader is, its
+ * fd and fdinfo are symlinks with the text "../../fd" / "../../fdinfo"; a
+ * thread with its own table (after unshare(CLONE_FILES)) or its own ids keeps
+ * real directories. A non-leader thread looked up at the root shows "task"
+ * as a link to "../TGID/task", so walking it does not build a second copy
+ * of every thread. A thread's net/ (about half of
  * what is left of a thread's directory) links to the leader's while both
  * are in one network namespace. The checks run as the caller: where they
  * are refused, real directories are served (correctness first).
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -53,6 +55,29 @@ static int shares_files(pid_t a, pid_t b)
 	pid_t da = pid_view_to_daemon(a), db = pid_view_to_daemon(b);
 
 	return da && db && syscall(SYS_kcmp, da, db, KCMP_FILES, 0, 0) == 0;
+}
+
+/* A task's fd/ and fdinfo/ are owned as its directory is (procfs's
+ * task_dump_owner: its own ids where it is dumpable), and a thread may have
+ * ids of its own (a raw setresuid): a link shows the leader's directory,
+ * so only where the two are owned alike. */
+static int owned_alike(pid_t p, pid_t t)
+{
+	char path[48];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "%d", p);
+	if (fstatat(pf.srcfd, path, &a, 0))
+		return 0;
+	snprintf(path, sizeof(path), "%d/task/%d", p, t);
+	return fstatat(pf.srcfd, path, &b, 0) == 0 && a.st_uid == b.st_uid && a.st_gid == b.st_gid;
+}
+
+/* A thread's fd/ and fdinfo/ are the leader's while they list one table
+ * and are owned alike. */
+static int files_alike(pid_t p, pid_t t)
+{
+	return shares_files(p, t) && owned_alike(p, t);
 }
 
 /* The thread group of a thread id looked up at the root; 0 for a leader. */
@@ -89,7 +114,7 @@ int dedup_child(const struct node *dir, const struct name_class *cls, pid_t *tgi
 	if (pf.no_dedup)
 		return 0;
 	if ((cls->flags & (NC_THREAD_FILES | NC_THREAD_NET)) && node_is_thread_dir(dir, &p, &t))
-		return cls->flags & NC_THREAD_FILES ? shares_files(p, t) : same_netns(p, t);
+		return cls->flags & NC_THREAD_FILES ? files_alike(p, t) : same_netns(p, t);
 	/* (a leader's task/ keeps its owner: the entries below are its own) */
 	if ((cls->flags & NC_THREADS_LINK) && (t = group_of_thread(dir))) {
 		*tgid = t;
@@ -132,7 +157,7 @@ void dedup_listing_init(const struct node *dir, struct dedup_listing *dl)
 	int thread = !pf.no_dedup && node_is_thread_dir(dir, &p, &t);
 
 	dl->dir = dir->cls;
-	dl->files_link = thread && shares_files(p, t);
+	dl->files_link = thread && files_alike(p, t);
 	dl->net_link = thread && same_netns(p, t);
 	dl->task_link = !pf.no_dedup && group_of_thread(dir) != 0;
 }

@@ -180,3 +180,25 @@ def test_exec_by_a_thread_ends_its_name(mount_with, keeper):
         with pytest.raises(FileNotFoundError):
             os.stat(m.p(rel))
     assert os.listdir(m.p(p.pid, "task")) == [str(p.pid)]
+
+
+def test_files_below_a_thread_follow_its_ids(mount_with, keeper, dumpable):
+    """The files in a thread's directories are owned by the thread's ids too: its own
+    change of them (no change of its group's) shows on them as in procfs, fd/ and
+    fdinfo/ included, which are links to the leader's only while they are owned alike
+    (fs/entries/dedup.c: they are asked again within a second)."""
+    p, tid = keeper
+    m = mount_with("attr_timeout=3600")  # nothing expires: only events refresh them
+    assert str(p.pid) in os.listdir(m.p())
+    rels = ["%d/status" % tid] + ["%d/task/%d/%s" % (p.pid, tid, f)
+                                  for f in ("status", "fd", "fdinfo")]
+
+    def owners():
+        return [(os.stat(m.p(r)).st_uid, os.stat("/proc/" + r).st_uid) for r in rels]
+
+    assert owners() == [(0, 0)] * len(rels)
+    assert order(p, "uid %d" % NOBODY) == "0"
+    deadline = time.time() + 10
+    while owners() != [(NOBODY, NOBODY)] * len(rels) and time.time() < deadline:
+        time.sleep(0.05)
+    assert owners() == [(NOBODY, NOBODY)] * len(rels)
