@@ -24,11 +24,12 @@
 # Writes the section "crossover" of bench/RESULTS.md.
 #
 # Run as root: bench/crossover.sh
-# Environment: THREADS_LIST (default "0 10000 30000 100000 300000"), SHAPES ("one spread"),
+# Environment: THREADS_LIST (default "0 10000 30000 60000 100000 300000"), SHAPES ("one spread"),
 #              ROUNDS (5), CAP (seconds a run may take, 3: a run of a tool on an arm
 #              that exceeds it is killed, and that tool is no longer timed on that arm
 #              and shape at this or larger N: its ratio is then "> CAP"), TOOLS (default all eight, `|`-separated),
-#              FLOOR_AT (thread counts whose floor is measured, "0 100000"), COUNT_CAP (seconds a
+#              FLOOR_AT (thread counts whose floor is measured, "0 30000 60000 100000": the
+#              idle host, the targets' crossovers and 100,000), COUNT_CAP (seconds a
 #              counted run may take, 30: each of its requests is logged), PROCFAST (default:
 #              this tree built Release into the scratch directory; the helpers come from
 #              that build too).
@@ -43,8 +44,8 @@ set -euo pipefail
 PROCFAST_GIVEN=${PROCFAST:-}
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
-settings crossover.sh "THREADS_LIST=0 10000 30000 100000 300000" "SHAPES=one spread" ROUNDS=5 CAP=3 \
-	"TOOLS=ps -ef|ps aux|pgrep -x sleep|top -bn1|pstree -p|lsof -n -P|htop|scrape" "FLOOR_AT=0 100000" \
+settings crossover.sh "THREADS_LIST=0 10000 30000 60000 100000 300000" "SHAPES=one spread" ROUNDS=5 CAP=3 \
+	"TOOLS=ps -ef|ps aux|pgrep -x sleep|top -bn1|pstree -p|lsof -n -P|htop|scrape" "FLOOR_AT=0 30000 60000 100000" \
 	COUNT_CAP=30
 [[ -n $PROCFAST_GIVEN ]] && INVOCATION="PROCFAST=$PROCFAST_GIVEN $INVOCATION"
 [[ $EUID -eq 0 ]] || { echo "crossover.sh: must run as root (mount, unshare)" >&2; exit 1; }
