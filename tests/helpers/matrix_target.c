@@ -1,7 +1,8 @@
 /*
  * matrix_target: a target process for tests/access/test_access_matrix.py.
  *
- *   matrix_target [--nondumpable] [--setresgid] [--zombie]
+ *   matrix_target [--nondumpable] [--setresgid] [--zombie] [--thread-ids ID]
+ *                 [--leader-ids ID]
  *
  * Holds one fd of each common kind (a directory, /dev/null, a pipe, a socket pair, an
  * inet socket, an eventfd, a memfd that is also mapped) and starts one thread named
@@ -10,7 +11,12 @@
  *   --setresgid    sets all three gids to its effective gid: run as a setgid binary,
  *                  it ends as a process that changed its gid (and, from the exec,
  *                  non-dumpable); exits 2 if it was not run so (rgid == egid);
- *   --zombie       forks a child that exits at once and is never reaped.
+ *   --zombie       forks a child that exits at once and is never reaped;
+ *   --thread-ids ID  the thread takes uid and gid ID for itself alone (raw setresuid
+ *                  and setresgid: glibc's would change every thread's), and the
+ *                  process stays dumpable, so that procfs owns the thread's
+ *                  directories by ID and the leader's by the ids it was started with;
+ *   --leader-ids ID  the same for the leader alone.
  * Prints one JSON line {"pid":P,"tid":T,"zombie":Z} (Z 0 without --zombie) once
  * everything is in place, then waits until stdin reaches EOF and exits 0.
  */
@@ -30,6 +36,7 @@
 
 static pid_t thread_tid;
 static pthread_barrier_t started;
+static long thread_ids = -1, leader_ids = -1; /* --thread-ids, --leader-ids */
 
 static void die(const char *what)
 {
@@ -37,10 +44,20 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The calling thread's own ids (raw calls: glibc's would change every thread's). */
+static void take_own_ids(long id)
+{
+	if (syscall(SYS_setresgid, id, id, id) < 0 || syscall(SYS_setresuid, id, id, id) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 1) < 0) /* the change of euid made it not dumpable */
+		die("own ids");
+}
+
 static void *thread_main(void *arg)
 {
 	(void)arg;
 	thread_tid = (pid_t)syscall(SYS_gettid);
+	if (thread_ids >= 0)
+		take_own_ids(thread_ids);
 	pthread_barrier_wait(&started);
 	for (;;)
 		pause();
@@ -147,8 +164,13 @@ int main(int argc, char **argv)
 			set_gid = 1;
 		else if (!strcmp(argv[i], "--zombie"))
 			zombie = 1;
+		else if (!strcmp(argv[i], "--thread-ids") && i + 1 < argc)
+			thread_ids = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--leader-ids") && i + 1 < argc)
+			leader_ids = strtol(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: matrix_target [--nondumpable] [--setresgid] [--zombie]\n");
+			fprintf(stderr, "usage: matrix_target [--nondumpable] [--setresgid] [--zombie] "
+					"[--thread-ids ID] [--leader-ids ID]\n");
 			return 2;
 		}
 	}
@@ -159,6 +181,8 @@ int main(int argc, char **argv)
 	open_fds();
 
 	start_thread();
+	if (leader_ids >= 0)
+		take_own_ids(leader_ids);
 	pid_t z = zombie ? make_zombie() : 0;
 
 	printf("{\"pid\":%d,\"tid\":%d,\"zombie\":%d}\n", (int)getpid(), (int)thread_tid, (int)z);

@@ -11,8 +11,8 @@ import time
 import pytest
 
 # A process whose second thread changes its own ids (a raw setresuid: only that
-# thread's), ends, or executes sleep (the exec ends its id), on a line of stdin; it
-# answers each with a line.
+# thread's), ends, or executes sleep (the exec ends its id), or whose leader changes
+# its own ids, on a line of stdin; it answers each with a line.
 KEEPER = r"""
 import ctypes, os, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
@@ -34,6 +34,10 @@ def worker():
 t = threading.Thread(target=worker)
 t.start()
 for line in sys.stdin:
+    if line.startswith("leader uid "):  # the leader's own ids, its thread's kept
+        uid = int(line.split()[2])
+        print(libc.syscall(SYS_setresuid, uid, uid, uid), flush=True)
+        continue
     with done:
         orders.append(line.strip())
         done.notify()
@@ -202,3 +206,36 @@ def test_files_below_a_thread_follow_its_ids(mount_with, keeper, dumpable):
     while owners() != [(NOBODY, NOBODY)] * len(rels) and time.time() < deadline:
         time.sleep(0.05)
     assert owners() == [(NOBODY, NOBODY)] * len(rels)
+
+
+# A caller that may ptrace every task but has no DAC capability: a task's fd/ (mode
+# 0500) lets it in by its owner alone.
+PTRACER = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+           "--inh-caps=+sys_ptrace", "--ambient-caps=+sys_ptrace"]
+LIST = """import os, sys
+try:
+    print(sorted(os.listdir(sys.argv[1])))
+except OSError as e:
+    print(e.errno)"""
+
+
+def listed_by_ptracer(path):
+    return subprocess.run(PTRACER + [sys.executable, "-c", LIST, path], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("changed", ["thread", "leader"])
+def test_a_threads_fd_is_given_by_its_own_owner(mount_with, keeper, dumpable, changed):
+    """task/TID/fd of a thread whose ids are not its leader's is procfs's answer to a
+    caller that passes the ptrace checks of both (the checks that decide the link to
+    the leader's fd/) and is let in by the owner alone: given where the thread is its
+    own (procfs: the thread's ids), refused where only the leader is (procfs never gives
+    it through task/TID/fd, whatever PID/fd gives)."""
+    p, tid = keeper
+    m = mount_with()
+    assert str(p.pid) in os.listdir(m.p())
+    assert order(p, ("uid %d" if changed == "thread" else "leader uid %d") % NOBODY) == "0"
+    rel = "%d/task/%d/fd" % (p.pid, tid)
+    on_proc = listed_by_ptracer("/proc/" + rel)
+    assert on_proc == ("13" if changed == "leader" else on_proc)
+    assert listed_by_ptracer(m.p(rel)) == on_proc

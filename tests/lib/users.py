@@ -4,10 +4,12 @@ NOBODY = 65534
 OTHER = 23456          # a second unprivileged uid, owns a process the test starts
 
 
-def setpriv_user(uid):
-    """An unprivileged user: its uid and gid, no groups, no capabilities."""
+def setpriv_user(uid, caps=()):
+    """A user: its uid and gid, no groups, no capabilities but caps (ambient: kept
+    across its execve)."""
     return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
-            "--inh-caps=-all"]
+            "--inh-caps=" + ",".join(["-all"] + ["+" + c for c in caps])] + (
+        ["--ambient-caps=" + ",".join("+" + c for c in caps)] if caps else [])
 
 
 def setpriv_root(caps):
