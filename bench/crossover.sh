@@ -231,6 +231,9 @@ start_holders() {
 	local shape=$1 n=$2 k per count i
 	[[ $n -eq 0 ]] && return 0
 	if [[ $shape == one ]]; then count=1 per=$n; else count=$SPREAD per=$((n / SPREAD)); fi
+	# a holder writes its line once all its threads run: an earlier configuration's
+	# line would let the rounds begin while they are still being made
+	rm -f "$WORK"/holder.*
 	for ((i = 0; i < count; i++)); do
 		"$H/threads" "$per" --hold >"$WORK/holder.$i" </dev/null &
 		HOLDERS+=($!)
